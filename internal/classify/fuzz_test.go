@@ -1,0 +1,53 @@
+package classify
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// maxFuzzLen bounds the part of a fuzz input that is classified.
+const maxFuzzLen = 512
+
+// FuzzClassify checks the classifier, fed in random splits derived from
+// seed and one byte at a time, against json.Valid, utf8.Valid and
+// bytes.Count applied to the whole input.
+func FuzzClassify(f *testing.F) {
+	for i, tc := range kindCases {
+		f.Add([]byte(tc.in), uint64(i))
+	}
+	f.Add([]byte(`{"id":1,"tags":["a","b"],"n":{"x":null,"y":-0.5E+2}}`), uint64(99))
+	f.Add([]byte("line one\nline two é\n\xe2\x82"), uint64(7))
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		// Long inputs add little here (TestDepth and TestScanLimitRule
+		// cover length-dependent behaviour) but make the fuzzer's
+		// quadratic input minimization stall for tens of seconds.
+		if len(data) > maxFuzzLen {
+			data = data[:maxFuzzLen]
+		}
+		wantKind, wantLines := refKind(data), refLines(data)
+		r := rand.New(rand.NewPCG(seed, seed>>32))
+		ways := []func(int) int{randomSplits(r)}
+		// Feeding long inputs byte by byte would make each run, and so
+		// minimization, quadratic; random splits already use many 1-4
+		// byte chunks.
+		if len(data) <= 256 {
+			ways = append(ways, oneByte)
+		}
+		for i, next := range ways {
+			how := [...]string{"randomly", "bytewise"}[i]
+			c := feed(t, data, next)
+			if got := c.Kind(); got != wantKind {
+				t.Errorf("fed %s: Kind = %v, want %v", how, got, wantKind)
+			}
+			if got := c.Lines(); got != wantLines {
+				t.Errorf("fed %s: Lines = %d, want %d", how, got, wantLines)
+			}
+			if got := c.Bytes(); got != int64(len(data)) {
+				t.Errorf("fed %s: Bytes = %d, want %d", how, got, len(data))
+			}
+		}
+		if k, l := Of(data); k != wantKind || l != wantLines {
+			t.Errorf("Of = %v, %d; want %v, %d", k, l, wantKind, wantLines)
+		}
+	})
+}

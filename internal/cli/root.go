@@ -1,0 +1,295 @@
+// Package cli is the hybridctx command line: one file per subcommand, this
+// file for the global flags and the owner, workspace and reporter set-up,
+// and exit.go for the single table from outcomes and errors to exit codes.
+//
+// Main is the only entry point. It reads the environment only through
+// Env.Getenv and writes only to Env.Stdout and Env.Stderr, so tests run it
+// in process.
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/backend"
+	"github.com/hybridctx/hybridctx/sink"
+	"github.com/hybridctx/hybridctx/workspace"
+)
+
+// Env is the process environment Main runs in.
+type Env struct {
+	// Stdin is where offload reads a result by default.
+	Stdin io.Reader
+	// Stdout receives the command's own output only.
+	Stdout io.Writer
+	// Stderr receives one-line errors and, with --events -, progress events.
+	Stderr io.Writer
+	// Getenv looks up an environment variable ("" when unset).
+	Getenv func(key string) string
+}
+
+// Environment variables read through Env.Getenv. A flag wins over its
+// variable.
+const (
+	EnvWorkspace = "HYBRIDCTX_WORKSPACE"
+	EnvUser      = "HYBRIDCTX_USER"
+	EnvWorkflow  = "HYBRIDCTX_WORKFLOW"
+	EnvSession   = "HYBRIDCTX_SESSION"
+)
+
+// DefaultWorkspace is the workspace used when neither --workspace nor
+// HYBRIDCTX_WORKSPACE is set: a directory in the current directory.
+const DefaultWorkspace = ".hybridctx"
+
+// AgentID is the agent id of every progress event the command reports.
+const AgentID = "hybridctx"
+
+// Main runs the hybridctx command line with args (without the program name)
+// and returns the process exit code. Errors are printed as one line on
+// env.Stderr prefixed "hybridctx: ".
+func Main(ctx context.Context, args []string, env Env) (code int) {
+	if env.Stdin == nil {
+		env.Stdin = strings.NewReader("")
+	}
+	if env.Stdout == nil {
+		env.Stdout = io.Discard
+	}
+	if env.Stderr == nil {
+		env.Stderr = io.Discard
+	}
+	if env.Getenv == nil {
+		env.Getenv = func(string) string { return "" }
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			fmt.Fprintln(env.Stderr, "hybridctx: internal error: "+oneLine(fmt.Sprint(p)))
+			code = ExitInternal
+		}
+	}()
+	if args == nil {
+		args = []string{} // cobra would read os.Args otherwise
+	}
+	a := &app{env: env}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	code, msg := exitCode(root.ExecuteContext(ctx))
+	if msg != "" {
+		fmt.Fprintln(env.Stderr, "hybridctx: "+oneLine(msg))
+	}
+	return code
+}
+
+// app holds the environment and the global flags of one Main call.
+type app struct {
+	env Env
+
+	workspace string
+	user      string
+	workflow  string
+	session   string
+	runID     string
+	events    string
+	json      bool
+}
+
+const rootLong = `hybridctx keeps LLM agent conversations bounded without losing anything.
+A tool result at or below an inline threshold stays in the conversation; a
+larger one is stored once in the workspace and replaced by a bounded notice
+whose first line is its reference artifact://sha256/<hex>. The body comes back
+only through an explicit, checked rehydration.
+
+Global flags may stand anywhere before "--", as --flag value or --flag=value:
+  --workspace URL|DIR   a directory (default .hybridctx in the current
+                        directory), file:///abs/dir or mem:// (env
+                        HYBRIDCTX_WORKSPACE); a file:// URL with a host is a
+                        usage error (exit 2)
+  --user, --workflow, --session
+                        the owner (env HYBRIDCTX_USER, HYBRIDCTX_WORKFLOW,
+                        HYBRIDCTX_SESSION; a flag wins over its variable).
+                        offload, rehydrate, ls and stat need all three.
+  --run-id ID           run id of the progress events (default: random per
+                        process)
+  --events FILE|-       append progress events as JSON Lines to FILE (created
+                        0600), or write them to standard error with "-"
+  --json                machine-readable output on standard output
+`
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "hybridctx",
+		Short:         "Offload large tool results to a workspace and rehydrate them on request",
+		Long:          rootLong + "\n" + exitCodesHelp(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetIn(a.env.Stdin)
+	root.SetOut(a.env.Stdout)
+	root.SetErr(a.env.Stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usagef("%v (see %q)", err, c.CommandPath()+" --help")
+	})
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.workspace, "workspace", "", "workspace directory or URL (env "+EnvWorkspace+"; default "+DefaultWorkspace+")")
+	pf.StringVar(&a.user, "user", "", "owner user (env "+EnvUser+")")
+	pf.StringVar(&a.workflow, "workflow", "", "owner workflow (env "+EnvWorkflow+")")
+	pf.StringVar(&a.session, "session", "", "owner session (env "+EnvSession+")")
+	pf.StringVar(&a.runID, "run-id", "", "run id of progress events (default: random per process)")
+	pf.StringVar(&a.events, "events", "", `append progress events as JSON Lines to FILE, or "-" for standard error`)
+	pf.BoolVar(&a.json, "json", false, "machine-readable output")
+	root.AddCommand(a.offloadCommand(), a.rehydrateCommand(), a.lsCommand(), a.statCommand(), a.verifyCommand())
+	return root
+}
+
+// run adapts a command body so that every error it returns carries an exit
+// code: anything not already an *exitError is an internal error.
+func (a *app) run(fn func(cmd *cobra.Command, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		err := fn(cmd, args)
+		var ee *exitError
+		if err == nil || errors.As(err, &ee) {
+			return err
+		}
+		return internal("error", err)
+	}
+}
+
+// setting returns a flag's value when it was given, else the variable's.
+func (a *app) setting(cmd *cobra.Command, flag, value, envName string) string {
+	if cmd.Flags().Changed(flag) {
+		return value
+	}
+	return a.env.Getenv(envName)
+}
+
+// requireOwner resolves the complete owner of a host command, or returns a
+// usage error naming the missing parts.
+func (a *app) requireOwner(cmd *cobra.Command) (artifact.Owner, error) {
+	o := artifact.Owner{
+		User:     a.setting(cmd, "user", a.user, EnvUser),
+		Workflow: a.setting(cmd, "workflow", a.workflow, EnvWorkflow),
+		Session:  a.setting(cmd, "session", a.session, EnvSession),
+	}
+	if missing := o.Missing(); len(missing) > 0 {
+		flags := make([]string, len(missing))
+		vars := make([]string, len(missing))
+		for i, m := range missing {
+			flags[i] = "--" + m
+			vars[i] = "HYBRIDCTX_" + strings.ToUpper(m)
+		}
+		return o, usagef("missing owner: %s (set %s or %s)",
+			strings.Join(missing, ", "), strings.Join(flags, "/"), strings.Join(vars, "/"))
+	}
+	if err := o.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// openWorkspace opens the workspace named by --workspace, the environment or
+// the default. A malformed URL is a usage error; any other failure is exit 1.
+func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace.Store, error) {
+	u := a.setting(cmd, "workspace", a.workspace, EnvWorkspace)
+	if !cmd.Flags().Changed("workspace") && u == "" {
+		u = DefaultWorkspace
+	}
+	s, err := backend.Open(ctx, u, nil)
+	switch {
+	case err == nil:
+		return s, nil
+	case errors.Is(err, backend.ErrBadURL):
+		return nil, usagef("--workspace: %v", err)
+	}
+	return nil, internal("cannot open the workspace", err)
+}
+
+// withReporter returns ctx carrying the progress reporter that --events asks
+// for (ctx unchanged without --events) and a function that releases it.
+func (a *app) withReporter(ctx context.Context, cmd *cobra.Command) (context.Context, func(), error) {
+	if !cmd.Flags().Changed("events") {
+		return ctx, func() {}, nil
+	}
+	var w io.Writer
+	done := func() {}
+	switch a.events {
+	case "":
+		return nil, nil, usagef("--events needs a file name or -")
+	case "-":
+		w = a.env.Stderr
+	default:
+		f, err := os.OpenFile(a.events, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, nil, usagef("cannot open the events file: %v", err)
+		}
+		w = f
+		done = func() { _ = f.Close() }
+	}
+	runID := a.runID
+	if runID == "" {
+		runID = randomID()
+	}
+	r := hybridctx.NewReporter(hybridctx.ReporterOptions{
+		RunID:   runID,
+		AgentID: AgentID,
+		Sinks:   []hybridctx.Sink{sink.NewJSONLines(w)},
+	})
+	return hybridctx.WithReporter(ctx, r), done, nil
+}
+
+// hostSession opens the workspace and, when events is true, the reporter of
+// a host command. release closes both.
+func (a *app) hostSession(cmd *cobra.Command, events bool) (ctx context.Context, store *workspace.Store, release func(), err error) {
+	ctx = cmd.Context()
+	store, err = a.openWorkspace(ctx, cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	done := func() {}
+	if events {
+		ctx, done, err = a.withReporter(ctx, cmd)
+		if err != nil {
+			_ = store.Close()
+			return nil, nil, nil, err
+		}
+	}
+	return ctx, store, func() { done(); _ = store.Close() }, nil
+}
+
+// writeJSON writes v as one line of JSON on standard output.
+func (a *app) writeJSON(v any) error {
+	enc := json.NewEncoder(a.env.Stdout)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return internal("writing the output", err)
+	}
+	return nil
+}
+
+// write writes b on standard output.
+func (a *app) write(b []byte) error {
+	if _, err := a.env.Stdout.Write(b); err != nil {
+		return internal("writing the output", err)
+	}
+	return nil
+}
+
+// randomID returns 32 random lowercase hex digits.
+func randomID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// withExitCodes appends the exit-code table to a command's long help.
+func withExitCodes(long string) string { return long + "\n" + exitCodesHelp() }

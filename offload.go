@@ -1,0 +1,202 @@
+package hybridctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+)
+
+// Call identifies the tool call a result came from. Both values go into the
+// record only, never into diagnostics, events or notices.
+type Call struct {
+	Tool string
+	ID   string
+}
+
+// OffloaderOptions tune an Offloader. The zero value means defaults.
+type OffloaderOptions struct {
+	// Clock returns the current time (records and event times). Default
+	// time.Now.
+	Clock func() time.Time
+	// Describe returns a record's description from the tool name and call
+	// id; it never sees content. Default "tool <name>, call <id>". The
+	// result is cut to 500 bytes on a rune boundary.
+	Describe func(tool, callID string) string
+}
+
+// Offloader makes offload decisions for one binding under one policy. It is
+// safe for concurrent use.
+type Offloader struct {
+	binding  *Binding
+	policy   Policy
+	clock    func() time.Time
+	describe func(tool, callID string) string
+}
+
+// NewOffloader returns an Offloader. binding may be nil, or have no store:
+// results over the threshold then fail with no_authorized_workspace.
+func NewOffloader(binding *Binding, policy Policy, opts *OffloaderOptions) (*Offloader, error) {
+	if err := policy.Validate(); err != nil {
+		return nil, err
+	}
+	o := &Offloader{binding: binding, policy: policy, clock: time.Now, describe: defaultDescription}
+	if opts != nil {
+		if opts.Clock != nil {
+			o.clock = opts.Clock
+		}
+		if opts.Describe != nil {
+			o.describe = opts.Describe
+		}
+	}
+	return o, nil
+}
+
+func defaultDescription(tool, callID string) string { return "tool " + tool + ", call " + callID }
+
+// Policy returns the offloader's policy.
+func (o *Offloader) Policy() Policy { return o.policy }
+
+// Offload is the outcome of one offload decision.
+type Offload struct {
+	// Ref is set for offloaded and existing_reference.
+	Ref artifact.Ref
+	// Notice is what the model sees instead of the result: the bounded
+	// reference notice (offloaded, existing_reference) or the categorical
+	// failure notice (failed, recovery_required). Empty for inline.
+	Notice string
+	// Original is the result as it was passed, kept for inline, failed and
+	// recovery_required so nothing is lost (nil for OffloadReader input and
+	// for stored outcomes). For a recovered segment it is the *Segment.
+	Original any
+	// Consumed is how many bytes OffloadReader read from its reader.
+	Consumed int64
+
+	diag    Diagnostics
+	content []byte
+	str     string
+	isStr   bool
+}
+
+// Outcome returns the decision's outcome.
+func (o *Offload) Outcome() Outcome { return o.diag.outcome }
+
+// Reason returns the decision's reason.
+func (o *Offload) Reason() Reason { return o.diag.reason }
+
+// Diagnostics returns the decision's snapshot: the instance its event carries.
+func (o *Offload) Diagnostics() *Diagnostics { return &o.diag }
+
+// Content returns the result's bytes when the outcome kept them (inline;
+// failed and recovery_required for byte input), else nil. For string input
+// it returns a copy.
+func (o *Offload) Content() []byte {
+	if o.isStr {
+		return []byte(o.str)
+	}
+	return o.content
+}
+
+// Text returns what the model must see: the content itself when inline, the
+// notice otherwise.
+func (o *Offload) Text() string {
+	if o.diag.outcome != Inline {
+		return o.Notice
+	}
+	if o.isStr {
+		return o.str
+	}
+	return string(o.content)
+}
+
+// Offload decides one tool result (§4). result is serialized as the model
+// would see it: string, []byte and json.RawMessage as they are, a *Segment
+// (recovered by a Rehydrator) bypassed inline, an io.Reader streamed through
+// OffloadReader, anything else encoded with encoding/json.
+//
+// The error is non-nil only when no decision was made: a cancelled context
+// (checked first), a value that cannot be serialized, or a failure that
+// happened before anything was written. Every decision returns an *Offload
+// and reports exactly one event.
+func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offload, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch v := result.(type) {
+	case *Segment:
+		if v != nil && v.valid {
+			return o.bypass(ctx, v)
+		}
+		if v == nil {
+			result = nil
+		}
+	case io.Reader:
+		return o.OffloadReader(ctx, call, v)
+	}
+	b, str, isStr, err := serialize(result)
+	if err != nil {
+		return nil, err
+	}
+	n := int64(len(b))
+	if isStr {
+		n = int64(len(str))
+	}
+	if n <= o.policy.InlineThreshold {
+		out := &Offload{Original: result, content: b, str: str, isStr: isStr}
+		return o.finish(ctx, out, Inline, BelowThreshold, n)
+	}
+	if isStr {
+		b = []byte(str)
+	}
+	return o.offloadBytes(ctx, call, result, b)
+}
+
+// bypass inlines a recovered segment whatever its size: no threshold check,
+// no write (§4 step 2).
+func (o *Offloader) bypass(ctx context.Context, s *Segment) (*Offload, error) {
+	out := &Offload{Original: s, content: s.body}
+	return o.finish(ctx, out, Inline, RecoveredSegmentBypass, int64(len(s.body)))
+}
+
+// finish validates the snapshot, fills the notice and reports the event.
+func (o *Offloader) finish(ctx context.Context, out *Offload, oc Outcome, r Reason, observed int64) (*Offload, error) {
+	ref := ""
+	if oc == Offloaded || oc == ExistingReference {
+		ref = out.Ref.String()
+	}
+	if err := initOffloadDiagnostics(&out.diag, oc, r, observed, o.policy.InlineThreshold, ref); err != nil {
+		return nil, err
+	}
+	if oc == Failed || oc == RecoveryRequired {
+		out.Notice = failureNotice(oc, r, observed)
+	}
+	report(ctx, o.clock, &out.diag)
+	return out, nil
+}
+
+// failed builds a failed or recovery_required outcome that keeps the
+// original content.
+func (o *Offloader) failed(ctx context.Context, orig any, b []byte, oc Outcome, r Reason, observed int64) (*Offload, error) {
+	return o.finish(ctx, &Offload{Original: orig, content: b}, oc, r, observed)
+}
+
+func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte) (*Offload, error) {
+	n := int64(len(b))
+	if o.binding == nil || o.binding.store == nil {
+		return o.failed(ctx, orig, b, Failed, NoAuthorizedWorkspace, n)
+	}
+	if n > o.policy.maxBytes() {
+		return o.failed(ctx, orig, b, Failed, ExceedsMaxArtifactSize, n)
+	}
+	st := storing{o: o, call: call, ref: artifact.RefOf(b), size: n, bytes: b, orig: orig}
+	st.kind, st.lines = classifyBytes(b)
+	return st.decide(ctx)
+}
+
+// ErrSource wraps an error returned by the reader given to OffloadReader.
+var ErrSource = errors.New("reading the tool result failed")
+
+func sourceError(err error) error { return fmt.Errorf("%w: %w", ErrSource, err) }

@@ -1,0 +1,256 @@
+package hybridctx
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"math"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/internal/classify"
+	"github.com/hybridctx/hybridctx/workspace"
+)
+
+// touchEvery bounds how often a reuse refreshes a record's last-used time.
+const touchEvery = time.Hour
+
+func classifyBytes(b []byte) (string, int64) {
+	k, lines := classify.Of(b)
+	return k.String(), lines
+}
+
+// storing carries one oversized result through §4 step 5.
+type storing struct {
+	o     *Offloader
+	call  Call
+	ref   artifact.Ref
+	size  int64
+	kind  string
+	lines int64
+
+	bytes   []byte             // byte input; nil for a stream
+	orig    any                // byte input's original value
+	pending *workspace.Pending // stream input: already written, not committed
+	rewind  func()             // stream input: restore the source, if possible
+	read    int64              // stream input: bytes consumed
+}
+
+// ingest returns the pending body, writing it now for byte input.
+func (st *storing) ingest(ctx context.Context) (*workspace.Pending, error) {
+	if st.pending != nil {
+		return st.pending, nil
+	}
+	p, _, err := st.o.binding.store.Ingest(ctx, bytes.NewReader(st.bytes), nil)
+	if err != nil {
+		return nil, err
+	}
+	st.pending = p
+	return p, nil
+}
+
+func (st *storing) discard() {
+	if st.pending != nil {
+		st.pending.Discard()
+	}
+}
+
+// commit writes the body if needed and reports whether this call's bytes
+// landed (created or replaced).
+func (st *storing) commit(ctx context.Context) (landed bool, err error) {
+	p, err := st.ingest(ctx)
+	if err != nil {
+		return false, err
+	}
+	res, err := p.Commit(ctx)
+	if err != nil {
+		return false, err
+	}
+	return res == workspace.Created || res == workspace.Replaced, nil
+}
+
+func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*Offload, error) {
+	o := st.o
+	switch oc {
+	case Offloaded, ExistingReference:
+		st.discard()
+		out := &Offload{Ref: st.ref, Notice: storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName()), Consumed: st.read}
+		return o.finish(ctx, out, oc, r, st.size)
+	}
+	st.discard()
+	if st.rewind != nil {
+		st.rewind()
+	}
+	return o.finish(ctx, &Offload{Original: st.orig, content: st.bytes, Consumed: st.read}, oc, r, st.size)
+}
+
+// abort gives up without a decision: nothing of this call became visible.
+func (st *storing) abort(err error) (*Offload, error) {
+	st.discard()
+	if st.rewind != nil {
+		st.rewind()
+	}
+	return nil, err
+}
+
+func isCorruptOrGone(err error) bool {
+	return errors.Is(err, workspace.ErrCorrupt) || errors.Is(err, fs.ErrNotExist)
+}
+
+// decide runs §4 step 5 for a result whose digest and size are known.
+func (st *storing) decide(ctx context.Context) (*Offload, error) {
+	store, owner := st.o.binding.store, st.o.binding.owner
+	rec, err := store.Record(ctx, owner, st.ref)
+	switch {
+	case ctx.Err() != nil:
+		return st.abort(ctx.Err())
+	case err == nil:
+		return st.decideOwn(ctx, rec)
+	case !errors.Is(err, fs.ErrNotExist):
+		return st.result(ctx, Failed, WorkspaceReadFailed)
+	}
+	landed := false
+	verr := store.VerifyBody(ctx, st.ref, st.size)
+	switch {
+	case verr == nil:
+	case ctx.Err() != nil:
+		return st.abort(ctx.Err())
+	case isCorruptOrGone(verr):
+		landed, err = st.commit(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return st.abort(ctx.Err())
+			}
+			return st.result(ctx, Failed, WorkspaceWriteFailed)
+		}
+	default:
+		return st.result(ctx, Failed, WorkspaceWriteFailed)
+	}
+	if ctx.Err() != nil {
+		if landed {
+			return st.result(ctx, RecoveryRequired, CanceledAfterWrite)
+		}
+		return st.abort(ctx.Err())
+	}
+	now := st.o.clock().UTC()
+	created, err := store.CreateRecord(ctx, artifact.Record{
+		Owner: owner, Ref: st.ref, Size: st.size, Kind: st.kind,
+		Tool: st.call.Tool, CallID: st.call.ID,
+		Description: st.o.describe(st.call.Tool, st.call.ID),
+		CreatedAt:   now, LastUsedAt: now,
+	})
+	switch {
+	case err != nil && ctx.Err() != nil && landed:
+		return st.result(ctx, RecoveryRequired, CanceledAfterWrite)
+	case err != nil:
+		return st.result(ctx, RecoveryRequired, RecordCommitFailed)
+	case created:
+		return st.result(ctx, Offloaded, ThresholdExceeded)
+	}
+	return st.result(ctx, ExistingReference, ExistingContentMatch)
+}
+
+// decideOwn handles a result this owner already has a record for.
+func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (*Offload, error) {
+	store := st.o.binding.store
+	verr := store.VerifyBody(ctx, st.ref, st.size)
+	switch {
+	case verr == nil:
+		if now := st.o.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
+			_ = store.TouchRecord(ctx, rec.Owner, st.ref, now)
+		}
+		return st.result(ctx, ExistingReference, ExistingContentMatch)
+	case ctx.Err() != nil:
+		return st.abort(ctx.Err())
+	case !isCorruptOrGone(verr):
+		return st.result(ctx, Failed, WorkspaceReadFailed)
+	}
+	landed, err := st.commit(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return st.abort(ctx.Err())
+	case err != nil:
+		return st.result(ctx, Failed, WorkspaceWriteFailed)
+	case landed:
+		return st.result(ctx, Offloaded, ReplacedCorruptBody)
+	}
+	return st.result(ctx, ExistingReference, ExistingContentMatch)
+}
+
+// OffloadReader decides a streamed tool result in bounded memory: it reads
+// at most InlineThreshold+1 bytes before deciding, then streams the rest
+// through the hasher into the workspace. When the outcome is failed or
+// recovery_required and r is an io.Seeker, r is rewound to where it was, so
+// the caller can still use the content; otherwise Consumed says how much was
+// read.
+func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (*Offload, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	rewind := rewinder(r)
+	// The head grows with what arrives, so a large threshold costs memory
+	// only for results that are actually that large.
+	var head bytes.Buffer
+	n, err := io.CopyN(&head, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
+	switch {
+	case err == io.EOF:
+		out := &Offload{content: head.Bytes(), Consumed: n}
+		return o.finish(ctx, out, Inline, BelowThreshold, n)
+	case err != nil:
+		return nil, sourceError(err)
+	}
+	st := &storing{o: o, call: call, rewind: rewind, read: n, size: n}
+	if o.binding == nil || o.binding.store == nil {
+		return st.result(ctx, Failed, NoAuthorizedWorkspace)
+	}
+	max := o.policy.maxBytes()
+	if st.read > max {
+		return st.result(ctx, Failed, ExceedsMaxArtifactSize)
+	}
+	var c classify.Classifier
+	src := &countingReader{r: io.MultiReader(&head, r)}
+	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: max, Observer: &c})
+	st.read = src.n
+	st.size = total
+	var we *workspace.Error
+	switch {
+	case err == nil:
+	case errors.Is(err, workspace.ErrTooLarge):
+		return st.result(ctx, Failed, ExceedsMaxArtifactSize)
+	case ctx.Err() != nil:
+		return st.abort(ctx.Err())
+	case !errors.As(err, &we):
+		return st.abort(sourceError(err))
+	default:
+		return st.result(ctx, Failed, WorkspaceWriteFailed)
+	}
+	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
+	return st.decide(ctx)
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// rewinder returns a function that seeks r back to its current offset, or
+// nil when r cannot seek.
+func rewinder(r io.Reader) func() {
+	s, ok := r.(io.Seeker)
+	if !ok {
+		return nil
+	}
+	at, err := s.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return nil
+	}
+	return func() { _, _ = s.Seek(at, io.SeekStart) }
+}

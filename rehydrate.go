@@ -1,0 +1,214 @@
+package hybridctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace"
+)
+
+// Source says who asked for a rehydration. It is informational only and
+// never changes the decision.
+type Source uint8
+
+// The request sources.
+const (
+	SourceToolRequest Source = iota + 1
+	SourcePolicy
+)
+
+// Request asks for one reference, or a byte range of it, under a budget.
+type Request struct {
+	// Reference is the reference text as the model or host gave it.
+	Reference string
+	// Budget is the most bytes that may be returned; it must be > 0.
+	Budget int64
+	// Offset and Length select a range; Length 0 means to the end. The
+	// range is clamped to the body like an HTTP range.
+	Offset, Length int64
+	// Source is informational.
+	Source Source
+}
+
+// ErrInvalidRequest is wrapped by errors about unusable requests (no event is
+// reported for them).
+var ErrInvalidRequest = errors.New("invalid rehydration request")
+
+// Segment is content recovered by a successful rehydration. Offload
+// recognizes it and never offloads it again, whatever its size. Only a
+// Rehydrator constructs one.
+type Segment struct {
+	ref    artifact.Ref
+	offset int64
+	size   int64
+	body   []byte
+	at     time.Time
+	valid  bool
+}
+
+// Ref returns the reference the segment was read from.
+func (s *Segment) Ref() artifact.Ref { return s.ref }
+
+// Offset returns where in the body the segment starts.
+func (s *Segment) Offset() int64 { return s.offset }
+
+// BodySize returns the size of the whole body.
+func (s *Segment) BodySize() int64 { return s.size }
+
+// Bytes returns the verified bytes. Callers must not modify them.
+func (s *Segment) Bytes() []byte { return s.body }
+
+// RehydratedAt returns when the segment was read.
+func (s *Segment) RehydratedAt() time.Time { return s.at }
+
+// SkipOffload is always true: recovered content is never re-offloaded.
+func (s *Segment) SkipOffload() bool { return s.valid }
+
+// RehydratorOptions tune a Rehydrator. The zero value means defaults.
+type RehydratorOptions struct {
+	// Clock returns the current time (segments and event times). Default
+	// time.Now.
+	Clock func() time.Time
+}
+
+// Rehydrator resolves references for one binding. It is safe for concurrent
+// use. Constructing it touches no body.
+type Rehydrator struct {
+	binding *Binding
+	clock   func() time.Time
+}
+
+// NewRehydrator returns a Rehydrator for binding, which must have a store
+// (ErrNoWorkspace otherwise).
+func NewRehydrator(binding *Binding, opts *RehydratorOptions) (*Rehydrator, error) {
+	if binding == nil || binding.store == nil {
+		return nil, ErrNoWorkspace
+	}
+	r := &Rehydrator{binding: binding, clock: time.Now}
+	if opts != nil && opts.Clock != nil {
+		r.clock = opts.Clock
+	}
+	return r, nil
+}
+
+// Rehydration is the outcome of one rehydration decision.
+type Rehydration struct {
+	// Ref is the parsed reference (zero for invalid_reference).
+	Ref artifact.Ref
+	// Segment holds the verified bytes when resolved (Rehydrate only).
+	Segment *Segment
+	// BodySize is the recorded size of the body when the owner's record was
+	// found (0 for unauthorized and invalid_reference), so a caller can say
+	// how large it is.
+	BodySize int64
+	// Offset and Length are the clamped range.
+	Offset, Length int64
+	// Written is the bytes RehydrateTo wrote.
+	Written int64
+
+	diag Diagnostics
+}
+
+// Outcome returns the decision's outcome.
+func (r *Rehydration) Outcome() Outcome { return r.diag.outcome }
+
+// Reason returns the decision's reason.
+func (r *Rehydration) Reason() Reason { return r.diag.reason }
+
+// Diagnostics returns the decision's snapshot: the instance its event carries.
+func (r *Rehydration) Diagnostics() *Diagnostics { return &r.diag }
+
+// Rehydrate resolves req (§5) and returns at most req.Budget verified bytes
+// in memory. Checks run in order: arguments (ErrInvalidRequest, no event),
+// context, reference syntax (invalid_reference), owner (unauthorized, with
+// zero body I/O), existence (missing), budget against the recorded size
+// (over_budget, before any body byte is read), digest of the whole body
+// (stale, nothing released), then resolved.
+func (h *Rehydrator) Rehydrate(ctx context.Context, req Request) (*Rehydration, error) {
+	return h.run(ctx, req, nil)
+}
+
+// RehydrateTo is Rehydrate streaming the range to w in bounded memory,
+// whatever the budget: the whole body is verified before the first byte is
+// written, and a body that changes meanwhile aborts with an error wrapping
+// workspace.ErrChanged.
+func (h *Rehydrator) RehydrateTo(ctx context.Context, req Request, w io.Writer) (*Rehydration, error) {
+	if w == nil {
+		return nil, fmt.Errorf("%w: nil writer", ErrInvalidRequest)
+	}
+	return h.run(ctx, req, w)
+}
+
+func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydration, error) {
+	if req.Budget <= 0 || req.Offset < 0 || req.Length < 0 {
+		return nil, fmt.Errorf("%w: budget must be > 0, offset and length >= 0", ErrInvalidRequest)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	ref, err := artifact.ParseRef(req.Reference)
+	if err != nil {
+		return h.finish(ctx, &Rehydration{}, InvalidReference, MalformedReference, -1, req.Budget, len(req.Reference))
+	}
+	out := &Rehydration{Ref: ref}
+	store := h.binding.store
+	rec, err := store.Record(ctx, h.binding.owner, ref)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return h.finish(ctx, out, Unauthorized, OwnerMismatch, -1, req.Budget, 0)
+	case err != nil:
+		return nil, err
+	}
+	out.BodySize = rec.Size
+	if _, err := store.StatBody(ctx, ref); errors.Is(err, fs.ErrNotExist) {
+		return h.finish(ctx, out, Missing, BodyMissing, -1, req.Budget, 0)
+	} else if err != nil {
+		return nil, err
+	}
+	out.Offset = min(req.Offset, rec.Size)
+	out.Length = rec.Size - out.Offset
+	if req.Length > 0 {
+		out.Length = min(req.Length, out.Length)
+	}
+	if out.Length > req.Budget {
+		return h.finish(ctx, out, OverBudget, BudgetExceeded, out.Length, req.Budget, 0)
+	}
+	var body []byte
+	if w != nil {
+		out.Written, err = store.CopyVerified(ctx, ref, rec.Size, out.Offset, out.Length, w)
+	} else {
+		body, err = store.ReadVerified(ctx, ref, rec.Size, out.Offset, out.Length)
+	}
+	switch {
+	case err == nil:
+	case w != nil && errors.Is(err, workspace.ErrChanged):
+		return nil, err
+	case errors.Is(err, workspace.ErrCorrupt):
+		return h.finish(ctx, out, Stale, DigestMismatch, out.Length, req.Budget, 0)
+	case errors.Is(err, fs.ErrNotExist):
+		return h.finish(ctx, out, Missing, BodyMissing, -1, req.Budget, 0)
+	default:
+		return nil, err
+	}
+	if w == nil {
+		out.Segment = &Segment{ref: ref, offset: out.Offset, size: rec.Size, body: body, at: h.clock().UTC(), valid: true}
+	}
+	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)
+}
+
+func (h *Rehydrator) finish(ctx context.Context, out *Rehydration, oc Outcome, r Reason, observed, budget int64, given int) (*Rehydration, error) {
+	ref := ""
+	if oc != InvalidReference {
+		ref = out.Ref.String()
+	}
+	if err := initRehydrationDiagnostics(&out.diag, oc, r, observed, budget, ref, given); err != nil {
+		return nil, err
+	}
+	report(ctx, h.clock, &out.diag)
+	return out, nil
+}

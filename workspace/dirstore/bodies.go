@@ -1,0 +1,372 @@
+package dirstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hybridctx/hybridctx/workspace/driver"
+)
+
+// listBatch is how many directory entries List and the temp sweep read at
+// once, so that a large body directory is never loaded whole.
+const listBatch = 256
+
+// errWriterEnded is returned by a Writer used after Commit or Abort.
+var errWriterEnded = fmt.Errorf("dirstore: writer already committed or aborted: %w", fs.ErrClosed)
+
+// NewWriter starts a new body in a private temporary file in sha256/.
+func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var lastErr error
+	for range 3 {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		name := bodyDir + "/" + tempPrefix + hex.EncodeToString(b[:])
+		f, err := s.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		if err == nil {
+			return &writer{s: s, f: f, temp: name}, nil
+		}
+		lastErr = err
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	return nil, fmt.Errorf("dirstore: create temporary body: %w", lastErr)
+}
+
+// writer writes one body to a temporary file. It is used by one goroutine
+// at a time, as driver.Writer requires.
+type writer struct {
+	s    *Store
+	f    *os.File // nil once sealed
+	temp string   // root-relative name of the temporary file
+	// sealed: the file was fsynced, made read-only and closed, so a
+	// Commit that found the key taken can be retried without redoing it.
+	sealed bool
+	// broken is a sticky error: sealing failed, so the bytes must never be
+	// published.
+	broken error
+	done   bool
+}
+
+// Write appends p to the temporary file.
+func (w *writer) Write(p []byte) (int, error) {
+	if w.done || w.sealed {
+		return 0, errWriterEnded
+	}
+	if w.broken != nil {
+		return 0, w.broken
+	}
+	n, err := w.f.Write(p)
+	if err != nil {
+		w.broken = err
+	}
+	return n, err
+}
+
+// seal fsyncs the temporary file, makes it read-only and closes it.
+func (w *writer) seal() error {
+	if w.sealed {
+		return nil
+	}
+	err := w.f.Sync()
+	if err == nil {
+		err = w.f.Chmod(bodyMode)
+	}
+	err = errors.Join(err, w.f.Close())
+	w.f = nil
+	if err != nil {
+		w.broken = fmt.Errorf("dirstore: seal body: %w", err)
+		return w.broken
+	}
+	w.sealed = true
+	return nil
+}
+
+// Commit makes the written bytes durable and then visible under key: by a
+// hard link when replace is false (create-only), by a rename when it is true.
+func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
+	if w.done {
+		return errWriterEnded
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if w.broken != nil {
+		return w.broken
+	}
+	if err := w.seal(); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	final := bodyPath(key)
+	if !replace {
+		if err := w.s.root.Link(w.temp, final); err != nil {
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("dirstore: body %s: %w", key, fs.ErrExist)
+			}
+			return fmt.Errorf("dirstore: publish body: %w", err)
+		}
+	} else if err := w.s.root.Rename(w.temp, final); err != nil {
+		return fmt.Errorf("dirstore: replace body: %w", err)
+	}
+	// The body is visible: whatever happens next, this writer is over.
+	w.done = true
+	err := w.s.syncDir(bodyDir)
+	if err != nil {
+		err = fmt.Errorf("dirstore: sync body directory: %w", err)
+	}
+	if !replace {
+		if rerr := w.s.root.Remove(w.temp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, fmt.Errorf("dirstore: remove temporary body: %w", rerr))
+		}
+	}
+	return err
+}
+
+// Abort discards the temporary file. It is a no-op after a successful
+// Commit and safe to call more than once.
+func (w *writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	var err error
+	if w.f != nil {
+		err = w.f.Close()
+		w.f = nil
+	}
+	if rerr := w.s.root.Remove(w.temp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = errors.Join(err, rerr)
+	}
+	if err != nil {
+		return fmt.Errorf("dirstore: abort body: %w", err)
+	}
+	return nil
+}
+
+// Open opens the committed body key for reading. The reader also implements
+// driver.RangeReader and driver.Restatter.
+func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	name := bodyPath(key)
+	// Refuse anything but a regular file before opening it, so that a
+	// planted symbolic link or FIFO is never followed or blocked on.
+	if _, err := s.lstatBody(name); err != nil {
+		return nil, err
+	}
+	f, err := s.root.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("dirstore: open body: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("dirstore: open body: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		_ = f.Close()
+		return nil, fmt.Errorf("dirstore: body %s is not a regular file", key)
+	}
+	return &reader{f: f, key: key, info: infoOf(key, fi)}, nil
+}
+
+// lstatBody describes the body file name without following a symbolic
+// link, and refuses anything but a regular file.
+func (s *Store) lstatBody(name string) (fs.FileInfo, error) {
+	fi, err := s.root.Lstat(name)
+	if err != nil {
+		return nil, fmt.Errorf("dirstore: stat body: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("dirstore: %s is not a regular file (%v)", name, fi.Mode().Type())
+	}
+	return fi, nil
+}
+
+// reader reads one body through an open file descriptor.
+type reader struct {
+	f    *os.File
+	key  string
+	info driver.Info
+}
+
+// Read reads from the current offset.
+func (r *reader) Read(p []byte) (int, error) { return r.f.Read(p) }
+
+// ReadAt reads at off from the same descriptor (driver.RangeReader).
+func (r *reader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
+
+// Close closes the descriptor.
+func (r *reader) Close() error { return r.f.Close() }
+
+// Info describes the body as it was when it was opened.
+func (r *reader) Info() driver.Info { return r.info }
+
+// Restat describes the opened file again (driver.Restatter).
+func (r *reader) Restat() (driver.Info, error) {
+	fi, err := r.f.Stat()
+	if err != nil {
+		return driver.Info{}, fmt.Errorf("dirstore: restat body: %w", err)
+	}
+	return infoOf(r.key, fi), nil
+}
+
+// Compile-time checks of the optional reader capabilities.
+var (
+	_ driver.RangeReader = (*reader)(nil)
+	_ driver.Restatter   = (*reader)(nil)
+	_ io.ReaderAt        = (*reader)(nil)
+)
+
+// infoOf describes a body file. Version joins device, inode, size and
+// modification time, which change whenever the bytes could have.
+func infoOf(key string, fi fs.FileInfo) driver.Info {
+	info := driver.Info{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		info.Version = strings.Join([]string{
+			strconv.FormatUint(uint64(st.Dev), 10),
+			strconv.FormatUint(st.Ino, 10),
+			strconv.FormatInt(fi.Size(), 10),
+			strconv.FormatInt(fi.ModTime().UnixNano(), 10),
+		}, ":")
+	}
+	return info
+}
+
+// Stat describes the committed body key without reading it.
+func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
+	if err := ctx.Err(); err != nil {
+		return driver.Info{}, err
+	}
+	if err := checkKey(key); err != nil {
+		return driver.Info{}, err
+	}
+	fi, err := s.lstatBody(bodyPath(key))
+	if err != nil {
+		return driver.Info{}, err
+	}
+	return infoOf(key, fi), nil
+}
+
+// Delete removes the committed body key and makes the removal durable.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := s.root.Remove(bodyPath(key)); err != nil {
+		return fmt.Errorf("dirstore: delete body: %w", err)
+	}
+	if err := s.syncDir(bodyDir); err != nil {
+		return fmt.Errorf("dirstore: sync body directory: %w", err)
+	}
+	return nil
+}
+
+// List yields every committed body (regular files named by a valid key),
+// reading the directory in batches. Temporary files are skipped.
+func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
+	return func(yield func(driver.Info, error) bool) {
+		for e, err := range s.dirEntries(ctx, bodyDir) {
+			if err != nil {
+				yield(driver.Info{}, fmt.Errorf("dirstore: list bodies: %w", err))
+				return
+			}
+			if !e.Type().IsRegular() || checkKey(e.Name()) != nil {
+				continue
+			}
+			fi, err := e.Info()
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // deleted while listing
+			}
+			if err != nil {
+				yield(driver.Info{}, fmt.Errorf("dirstore: list bodies: %w", err))
+				return
+			}
+			if !yield(infoOf(e.Name(), fi), nil) {
+				return
+			}
+		}
+	}
+}
+
+// dirEntries yields the entries of the directory name under the root in
+// batches, checking ctx before each batch.
+func (s *Store) dirEntries(ctx context.Context, name string) iter.Seq2[fs.DirEntry, error] {
+	return func(yield func(fs.DirEntry, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		d, err := s.root.Open(name)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer d.Close()
+		for {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			entries, err := d.ReadDir(listBatch)
+			for _, e := range entries {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if err == io.EOF {
+				return
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+		}
+	}
+}
+
+// sweepTemps removes temporary bodies last modified before cutoff: the
+// leftovers of writers that were killed. Removal is best effort.
+func (s *Store) sweepTemps(ctx context.Context, cutoff time.Time) error {
+	for e, err := range s.dirEntries(ctx, bodyDir) {
+		if err != nil {
+			return fmt.Errorf("dirstore: sweep temporary bodies: %w", err)
+		}
+		if !strings.HasPrefix(e.Name(), tempPrefix) {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil || !fi.ModTime().Before(cutoff) {
+			continue
+		}
+		_ = s.root.Remove(bodyDir + "/" + e.Name())
+	}
+	return nil
+}

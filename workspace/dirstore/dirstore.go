@@ -1,0 +1,307 @@
+// Package dirstore is the embedded default workspace backend: bodies are
+// plain files in a directory and records live in a SQLite database next to
+// them. One *Store implements driver.Bodies, driver.Records, driver.Locker,
+// driver.Checker and io.Closer, and several processes (the CLI and MCP
+// proxies) may share one directory at the same time.
+//
+// # Layout
+//
+// A workspace directory holds:
+//
+//	.                   the root, created 0700
+//	sha256/             0700, one flat directory of bodies
+//	sha256/<hex>        a body: the exact bytes, no header, no compression,
+//	                    named by the 64 lowercase hex digits of its SHA-256,
+//	                    mode 0400 (so `sha256sum sha256/*` checks them all)
+//	sha256/.tmp-<rand>  a body being written (0600); leftovers older than an
+//	                    hour are swept when a Store is opened
+//	records.db          the SQLite records (WAL mode, 0600), with its
+//	                    records.db-wal and records.db-shm companions
+//	locks/<hex>         0600 files that carry the per-key flock of Lock;
+//	                    they are never removed
+//
+// # Durability
+//
+// A body is written to a temporary file, fsynced, made read-only, and then
+// published under its key by a hard link (create-only: an existing key is
+// reported as fs.ErrExist and left untouched) or by a rename (replace); the
+// directory is fsynced before Commit returns. Records are written with
+// synchronous=FULL, so a record acknowledged after its body is never left
+// pointing at a body that was not durable.
+//
+// # Confinement
+//
+// Every file access after Open goes through an os.Root on the workspace
+// directory, so a symbolic link planted in the tree cannot lead outside it.
+// Keys are checked to be 64 lowercase hex digits before any file-system call,
+// and a body name that is a symbolic link is refused even when it points
+// inside the root. SQLite opens records.db by path; Open creates that file
+// through the root first and refuses it unless it is a regular file.
+//
+// # Concurrency
+//
+// Commit with replace false and CreateRecord each have exactly one winner
+// among any number of goroutines and processes. Lock holds a flock(2), which
+// excludes across processes as well as within one.
+//
+// # Errors
+//
+// As package driver requires, an absent body or record wraps fs.ErrNotExist
+// and a create-only Commit that found the key taken wraps fs.ErrExist. A key
+// that is not 64 lowercase hex digits, or a zero reference, wraps
+// fs.ErrInvalid. Every method checks its context first.
+//
+// The package is for Linux (it reads syscall.Stat_t and uses flock).
+package dirstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hybridctx/hybridctx/workspace/driver"
+)
+
+// Directory and file names inside the workspace root.
+const (
+	bodyDir    = "sha256"
+	lockDir    = "locks"
+	dbName     = "records.db"
+	tempPrefix = ".tmp-"
+)
+
+// Permission modes of what the Store creates.
+const (
+	dirMode  fs.FileMode = 0o700
+	fileMode fs.FileMode = 0o600
+	bodyMode fs.FileMode = 0o400
+)
+
+// tempGrace is how old a temporary body must be before Open sweeps it.
+const tempGrace = time.Hour
+
+// defaultBusyTimeout is the SQLite busy timeout when Options leaves it zero.
+const defaultBusyTimeout = 10 * time.Second
+
+// Options tune Open. The zero value and nil mean the defaults.
+type Options struct {
+	// BusyTimeout for SQLite; zero means 10s.
+	BusyTimeout time.Duration
+}
+
+// Store is a directory workspace backend. It is safe for concurrent use by
+// many goroutines, and several processes may open the same directory.
+// Construct it with Open and release it with Close.
+type Store struct {
+	dir  string
+	root *os.Root
+	rec  *records
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// The Store is one value for every driver role.
+var (
+	_ driver.Bodies  = (*Store)(nil)
+	_ driver.Records = (*Store)(nil)
+	_ driver.Locker  = (*Store)(nil)
+	_ driver.Checker = (*Store)(nil)
+	_ io.Closer      = (*Store)(nil)
+)
+
+// Open opens (creating if needed) the workspace directory dir. nil opts =
+// defaults. It creates the layout described in the package documentation,
+// sweeps temporary bodies older than an hour and brings the records schema
+// up to date.
+func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.BusyTimeout < 0 {
+		return nil, fmt.Errorf("dirstore: negative busy timeout: %w", fs.ErrInvalid)
+	}
+	if o.BusyTimeout == 0 {
+		o.BusyTimeout = defaultBusyTimeout
+	}
+	if dir == "" {
+		return nil, fmt.Errorf("dirstore: empty directory: %w", fs.ErrInvalid)
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("dirstore: %w", err)
+	}
+	if err := mkdirDurable(abs); err != nil {
+		return nil, fmt.Errorf("dirstore: create workspace: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("dirstore: open workspace: %w", err)
+	}
+	s := &Store{dir: abs, root: root}
+	if err := s.init(ctx, o); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) init(ctx context.Context, o Options) error {
+	created := false
+	for _, d := range []string{bodyDir, lockDir} {
+		c, err := s.ensureDir(d)
+		if err != nil {
+			return err
+		}
+		created = created || c
+	}
+	if err := s.sweepTemps(ctx, time.Now().Add(-tempGrace)); err != nil {
+		return err
+	}
+	c, err := s.createDBFile()
+	if err != nil {
+		return err
+	}
+	if created || c {
+		// New entries in the root must be durable before any body or
+		// record placed in them is acknowledged.
+		if err := s.syncDir("."); err != nil {
+			return fmt.Errorf("dirstore: sync workspace: %w", err)
+		}
+	}
+	rec, err := openRecords(ctx, filepath.Join(s.dir, dbName), o.BusyTimeout)
+	if err != nil {
+		return err
+	}
+	s.rec = rec
+	return nil
+}
+
+// ensureDir creates the directory name under the root (0700) unless it
+// exists, and refuses it unless it is a real directory. It reports whether
+// it created it.
+func (s *Store) ensureDir(name string) (created bool, err error) {
+	err = s.root.Mkdir(name, dirMode)
+	switch {
+	case err == nil:
+		created = true
+		// Mkdir's mode is cut by the umask; a restrictive umask must not
+		// leave a directory the Store cannot use.
+		if err := s.root.Chmod(name, dirMode); err != nil {
+			return created, fmt.Errorf("dirstore: %w", err)
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return false, fmt.Errorf("dirstore: create %s: %w", name, err)
+	}
+	fi, err := s.root.Lstat(name)
+	if err != nil {
+		return created, fmt.Errorf("dirstore: %w", err)
+	}
+	if !fi.IsDir() {
+		return created, fmt.Errorf("dirstore: %s is not a directory (%v)", name, fi.Mode().Type())
+	}
+	return created, nil
+}
+
+// createDBFile creates records.db through the root with mode 0600 before
+// SQLite opens it by path, so that it (and the -wal and -shm files SQLite
+// derives from its mode) is private from the start.
+func (s *Store) createDBFile() (created bool, err error) {
+	f, err := s.root.OpenFile(dbName, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	switch {
+	case err == nil:
+		created = true
+		cerr := f.Chmod(fileMode)
+		if err := errors.Join(cerr, f.Close()); err != nil {
+			return created, fmt.Errorf("dirstore: create %s: %w", dbName, err)
+		}
+	case !errors.Is(err, fs.ErrExist):
+		return false, fmt.Errorf("dirstore: create %s: %w", dbName, err)
+	}
+	for _, name := range []string{dbName, dbName + "-wal", dbName + "-shm"} {
+		fi, err := s.root.Lstat(name)
+		if errors.Is(err, fs.ErrNotExist) && name != dbName {
+			continue
+		}
+		if err != nil {
+			return created, fmt.Errorf("dirstore: %w", err)
+		}
+		if !fi.Mode().IsRegular() {
+			return created, fmt.Errorf("dirstore: %s is not a regular file (%v)", name, fi.Mode().Type())
+		}
+	}
+	return created, nil
+}
+
+// mkdirDurable creates dir and its missing parents (0700) and, when dir
+// itself was missing, fsyncs its parent so that the new entry is durable.
+func mkdirDurable(dir string) error {
+	if _, err := os.Lstat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, dirMode); err != nil {
+		return err
+	}
+	d, err := os.Open(filepath.Dir(dir))
+	if err != nil {
+		return err
+	}
+	serr := d.Sync()
+	return errors.Join(serr, d.Close())
+}
+
+// Dir returns the absolute path of the workspace directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Close closes the records database and the directory root. It is safe to
+// call more than once; later calls return the first result.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.rec != nil {
+			errs = append(errs, s.rec.close())
+		}
+		errs = append(errs, s.root.Close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+// checkKey reports an error wrapping fs.ErrInvalid unless key is exactly 64
+// lowercase hex digits. It is called before any file-system access.
+func checkKey(key string) error {
+	if len(key) != 64 {
+		return fmt.Errorf("dirstore: key is not 64 hex digits (%d bytes): %w", len(key), fs.ErrInvalid)
+	}
+	for i := 0; i < len(key); i++ {
+		c := key[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return fmt.Errorf("dirstore: key is not lowercase hex: %w", fs.ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// bodyPath returns the root-relative name of a body.
+func bodyPath(key string) string { return bodyDir + "/" + key }
+
+// syncDir fsyncs the directory name under the root, so that links, renames
+// and removals in it are durable.
+func (s *Store) syncDir(name string) error {
+	d, err := s.root.Open(name)
+	if err != nil {
+		return err
+	}
+	serr := d.Sync()
+	return errors.Join(serr, d.Close())
+}

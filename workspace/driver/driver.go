@@ -1,0 +1,130 @@
+// Package driver defines the narrow interfaces a workspace backend implements.
+// Backends are dumb stores: workspace.Store owns hashing, verification, key
+// choice and error wrapping, and one conformance suite (package drivertest)
+// runs unchanged against every backend.
+//
+// # Errors
+//
+// A driver reports an absent body or record with an error wrapping
+// fs.ErrNotExist, and a create-only commit that found the key taken with an
+// error wrapping fs.ErrExist. Every other error is passed up unchanged and
+// treated as a storage failure.
+package driver
+
+import (
+	"context"
+	"io"
+	"iter"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+)
+
+// Bodies stores immutable byte bodies under keys. A key is always the 64-digit
+// lowercase hex SHA-256 of the body; drivers may rely on that shape for their
+// layout but must not trust it for safety.
+type Bodies interface {
+	// NewWriter starts a new body, whose key (its digest) is only known
+	// when it is committed. Nothing is visible until Commit succeeds.
+	NewWriter(ctx context.Context) (Writer, error)
+	// Open opens the committed body for reading from its start.
+	Open(ctx context.Context, key string) (Reader, error)
+	// Stat describes the committed body without reading it.
+	Stat(ctx context.Context, key string) (Info, error)
+	// Delete removes the committed body. An absent body wraps fs.ErrNotExist.
+	Delete(ctx context.Context, key string) error
+	// List yields every committed body, in no particular order.
+	List(ctx context.Context) iter.Seq2[Info, error]
+}
+
+// Writer receives one body. A successful Commit or an Abort ends it; calling
+// Abort after Commit is a no-op, so `defer w.Abort()` is always safe. A
+// Commit that fails with fs.ErrExist leaves the writer open, so the caller
+// may Commit again with replace set, or Abort.
+type Writer interface {
+	io.Writer
+	// Commit makes the written bytes durable and then visible under key.
+	// With replace false it is create-only: if the key already holds a
+	// body the existing body is kept and the error wraps fs.ErrExist. With
+	// replace true the written bytes atomically take the key's place; a
+	// reader never sees a partial body either way.
+	Commit(ctx context.Context, key string, replace bool) error
+	// Abort discards the written bytes.
+	Abort() error
+}
+
+// Reader reads one committed body from its start.
+type Reader interface {
+	io.Reader
+	io.Closer
+	// Info describes the body this reader was opened on.
+	Info() Info
+}
+
+// RangeReader is an optional Reader capability: reading at an offset of the
+// same opened body (for example an open file descriptor), so a body verified
+// by a first pass can be served by a second pass without reopening it.
+type RangeReader interface {
+	io.ReaderAt
+}
+
+// Restatter is an optional Reader capability: describing the opened body
+// again, so a caller can detect that it changed while it was being read.
+type Restatter interface {
+	Restat() (Info, error)
+}
+
+// Info describes a committed body.
+type Info struct {
+	// Key is the body's key (its hex digest).
+	Key string
+	// Size is the body's length in bytes.
+	Size int64
+	// ModTime is when the body was committed, if the backend knows.
+	ModTime time.Time
+	// Version changes whenever the stored bytes could have changed (an
+	// inode/size/mtime triple, an ETag, ...). Empty when unknown.
+	Version string
+}
+
+// Records keeps the per-owner records that bind owners to bodies.
+type Records interface {
+	// CreateRecord stores rec if no record exists for (rec.Owner, rec.Ref).
+	// It reports whether this call created it; exactly one of any number of
+	// concurrent calls for the same pair reports true.
+	CreateRecord(ctx context.Context, rec artifact.Record) (created bool, err error)
+	// GetRecord returns the record for (owner, ref); absent wraps fs.ErrNotExist.
+	GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (artifact.Record, error)
+	// TouchRecord sets the record's last-used time; absent wraps fs.ErrNotExist.
+	TouchRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref, at time.Time) error
+	// DeleteRecord removes the record; absent wraps fs.ErrNotExist.
+	DeleteRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) error
+	// ListRecords yields records matching q, ordered by last-used time, then
+	// reference.
+	ListRecords(ctx context.Context, q Query) iter.Seq2[artifact.Record, error]
+}
+
+// Query selects records. The zero Query selects every record.
+type Query struct {
+	// Owner, when non-nil, restricts to that owner's records.
+	Owner *artifact.Owner
+	// Ref, when non-zero, restricts to records of that body.
+	Ref artifact.Ref
+	// UnusedSince, when non-zero, restricts to records last used before it.
+	UnusedSince time.Time
+}
+
+// Locker is an optional capability of Bodies: a mutual-exclusion lock per key
+// that holds across every process sharing the backend. The Store takes it
+// only on the rare repair path, so that exactly one caller replaces a
+// corrupt body.
+type Locker interface {
+	Lock(ctx context.Context, key string) (unlock func() error, err error)
+}
+
+// Checker is an optional capability of a backend: reporting stored objects
+// whose access permissions are broader than private. Paths are relative to
+// the workspace root.
+type Checker interface {
+	UnsafePermissions(ctx context.Context) ([]string, error)
+}

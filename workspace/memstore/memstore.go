@@ -1,0 +1,247 @@
+// Package memstore is the in-memory workspace backend (URL mem://), for
+// tests and examples. One *Store implements both driver.Bodies and
+// driver.Records; nothing survives the process.
+package memstore
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"iter"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace/driver"
+)
+
+// Store is an in-memory body and record store. The zero value is not ready;
+// use New. It is safe for concurrent use.
+type Store struct {
+	mu      sync.Mutex
+	bodies  map[string]*body
+	records map[recKey]artifact.Record
+	locks   map[string]chan struct{}
+	version uint64
+	now     func() time.Time
+}
+
+type body struct {
+	data    []byte
+	modTime time.Time
+	version string
+}
+
+type recKey struct {
+	owner artifact.Owner
+	hex   string
+}
+
+// New returns an empty store.
+func New() *Store {
+	return &Store{
+		bodies:  map[string]*body{},
+		records: map[recKey]artifact.Record{},
+		locks:   map[string]chan struct{}{},
+		now:     time.Now,
+	}
+}
+
+var (
+	_ driver.Bodies  = (*Store)(nil)
+	_ driver.Records = (*Store)(nil)
+	_ driver.Locker  = (*Store)(nil)
+)
+
+func validKey(key string) error {
+	if _, err := artifact.ParseDigest(key); err != nil {
+		return fmt.Errorf("memstore: invalid key: %w", fs.ErrInvalid)
+	}
+	return nil
+}
+
+// NewWriter implements driver.Bodies.
+func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &writer{s: s}, nil
+}
+
+type writer struct {
+	s    *Store
+	buf  bytes.Buffer
+	done bool
+}
+
+func (w *writer) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errors.New("memstore: write after end")
+	}
+	return w.buf.Write(p)
+}
+
+func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
+	if w.done {
+		return errors.New("memstore: commit after end")
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := validKey(key); err != nil {
+		return err
+	}
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.bodies[key]; ok && !replace {
+		return fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrExist)
+	}
+	s.version++
+	s.bodies[key] = &body{data: w.buf.Bytes(), modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
+	w.done = true
+	w.buf = bytes.Buffer{}
+	return nil
+}
+
+func (w *writer) Abort() error {
+	w.done = true
+	w.buf = bytes.Buffer{}
+	return nil
+}
+
+func (b *body) info(key string) driver.Info {
+	return driver.Info{Key: key, Size: int64(len(b.data)), ModTime: b.modTime, Version: b.version}
+}
+
+func (s *Store) get(ctx context.Context, key string) (*body, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := validKey(key); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.bodies[key]
+	if !ok {
+		return nil, fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrNotExist)
+	}
+	return b, nil
+}
+
+// Open implements driver.Bodies. The reader sees the body as committed when
+// it was opened; a later replace does not affect it.
+func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
+	b, err := s.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	return &reader{Reader: bytes.NewReader(b.data), info: b.info(key)}, nil
+}
+
+type reader struct {
+	*bytes.Reader
+	info driver.Info
+}
+
+func (r *reader) Info() driver.Info { return r.info }
+func (r *reader) Close() error      { return nil }
+
+// Stat implements driver.Bodies.
+func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
+	b, err := s.get(ctx, key)
+	if err != nil {
+		return driver.Info{}, err
+	}
+	return b.info(key), nil
+}
+
+// Delete implements driver.Bodies.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, err := s.get(ctx, key); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.bodies[key]; !ok {
+		return fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrNotExist)
+	}
+	delete(s.bodies, key)
+	return nil
+}
+
+// List implements driver.Bodies, in key order.
+func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
+	return func(yield func(driver.Info, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(driver.Info{}, err)
+			return
+		}
+		s.mu.Lock()
+		infos := make([]driver.Info, 0, len(s.bodies))
+		for k, b := range s.bodies {
+			infos = append(infos, b.info(k))
+		}
+		s.mu.Unlock()
+		slices.SortFunc(infos, func(a, b driver.Info) int { return cmp.Compare(a.Key, b.Key) })
+		for _, in := range infos {
+			if !yield(in, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Tamper replaces the stored bytes of key without any check, to simulate
+// corruption in tests. It reports whether the key existed.
+func (s *Store) Tamper(key string, data []byte) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, ok := s.bodies[key]
+	if ok {
+		s.version++
+		s.bodies[key] = &body{data: bytes.Clone(data), modTime: b.modTime, version: strconv.FormatUint(s.version, 10)}
+	}
+	return ok
+}
+
+// Lock implements driver.Locker.
+func (s *Store) Lock(ctx context.Context, key string) (func() error, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		s.mu.Lock()
+		ch, held := s.locks[key]
+		if !held {
+			ch = make(chan struct{})
+			s.locks[key] = ch
+			s.mu.Unlock()
+			var once sync.Once
+			return func() error {
+				once.Do(func() {
+					s.mu.Lock()
+					delete(s.locks, key)
+					s.mu.Unlock()
+					close(ch)
+				})
+				return nil
+			}, nil
+		}
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+var _ io.ReaderAt = (*reader)(nil)
