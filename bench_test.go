@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -57,54 +58,91 @@ var sizes = []struct {
 	n    int
 }{{"1MiB", 1 << 20}, {"64MiB", 64 << 20}}
 
-func backends(b *testing.B) map[string]func(b *testing.B) *workspace.Store {
-	return map[string]func(b *testing.B) *workspace.Store{
-		"mem": func(b *testing.B) *workspace.Store { m := memstore.New(); return workspace.New(m, m) },
-		"dir": func(b *testing.B) *workspace.Store {
-			d, err := dirstore.Open(context.Background(), b.TempDir(), nil)
+// shmDir is a tmpfs directory, where the directory backend's fsync costs
+// next to nothing: benchmarks there measure everything but the disk.
+const shmDir = "/dev/shm"
+
+// backends are the workspaces the large-body benchmarks run on: memory, a
+// directory on tmpfs (when the machine has one) and a directory on the
+// temporary directory's file system, fsync included.
+func backends(b *testing.B) []struct {
+	name string
+	open func(b *testing.B) *workspace.Store
+} {
+	dir := func(root func(b *testing.B) string) func(b *testing.B) *workspace.Store {
+		return func(b *testing.B) *workspace.Store {
+			d, err := dirstore.Open(context.Background(), root(b), nil)
 			if err != nil {
 				b.Fatal(err)
 			}
 			b.Cleanup(func() { d.Close() })
 			return workspace.New(d, d)
-		},
+		}
 	}
+	all := []struct {
+		name string
+		open func(b *testing.B) *workspace.Store
+	}{
+		{"mem", func(b *testing.B) *workspace.Store { m := memstore.New(); return workspace.New(m, m) }},
+		{"shm", dir(func(b *testing.B) string {
+			d, err := os.MkdirTemp(shmDir, "hybridctx-bench-")
+			if err != nil {
+				b.Skip("no tmpfs:", err)
+			}
+			b.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		})},
+		{"dir", dir(func(b *testing.B) string { return b.TempDir() })},
+	}
+	return all
 }
 
 // BenchmarkOffload stores fresh content each iteration (a new owner record
-// and a new body), streaming from a reader.
+// and a new body), streamed from a reader ("reader") or passed as bytes
+// ("bytes", the form tool middleware passes).
 func BenchmarkOffload(b *testing.B) {
-	for name, open := range backends(b) {
+	for _, be := range backends(b) {
 		for _, sz := range sizes {
-			b.Run(name+"/"+sz.name, func(b *testing.B) {
-				store := open(b)
-				bind, _ := hybridctx.NewBinding(ownerA, store)
-				off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 4096}, nil)
-				body := randomBody(sz.n)
-				b.SetBytes(int64(sz.n))
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					i++
-					copy(body, fmt.Sprintf("%016d", i)) // fresh digest each time
-					out, err := off.OffloadReader(context.Background(), hybridctx.Call{Tool: "t", ID: "c"}, bytes.NewReader(body))
-					if err != nil || out.Outcome() != hybridctx.Offloaded {
-						b.Fatal(err, out.Outcome())
-					}
-					if name == "mem" {
+			for _, form := range []string{"reader", "bytes"} {
+				b.Run(be.name+"/"+sz.name+"/"+form, func(b *testing.B) {
+					store := be.open(b)
+					bind, _ := hybridctx.NewBinding(ownerA, store)
+					off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 4096}, nil)
+					body := randomBody(sz.n)
+					call := hybridctx.Call{Tool: "t", ID: "c"}
+					b.SetBytes(int64(sz.n))
+					b.ReportAllocs()
+					i := 0
+					for b.Loop() {
+						i++
+						copy(body, fmt.Sprintf("%016d", i)) // fresh digest each time
+						var out *hybridctx.Offload
+						var err error
+						if form == "reader" {
+							out, err = off.OffloadReader(context.Background(), call, bytes.NewReader(body))
+						} else {
+							out, err = off.Offload(context.Background(), call, body)
+						}
+						if err != nil || out.Outcome() != hybridctx.Offloaded {
+							b.Fatal(err, out.Outcome())
+						}
+						// Keep the workspace small: memory and tmpfs would
+						// otherwise fill up over a long run.
 						_ = store.DeleteBody(context.Background(), out.Ref)
 					}
-				}
-			})
+				})
+			}
 		}
 	}
 }
 
+// BenchmarkRehydrate reads a whole body back, verified, into memory and
+// streamed to a writer.
 func BenchmarkRehydrate(b *testing.B) {
-	for name, open := range backends(b) {
+	for _, be := range backends(b) {
 		for _, sz := range sizes {
-			b.Run(name+"/"+sz.name, func(b *testing.B) {
-				store := open(b)
+			b.Run(be.name+"/"+sz.name, func(b *testing.B) {
+				store := be.open(b)
 				bind, _ := hybridctx.NewBinding(ownerA, store)
 				off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 4096}, nil)
 				reh, _ := hybridctx.NewRehydrator(bind, nil)

@@ -17,9 +17,12 @@ import (
 // touchEvery bounds how often a reuse refreshes a record's last-used time.
 const touchEvery = time.Hour
 
-func classifyBytes(b []byte) (string, int64) {
-	k, lines := classify.Of(b)
-	return k.String(), lines
+// digestBytes hashes and classifies byte input in one pass over it (the
+// two overlapped on a large body), keeping the digest for the write.
+func digestBytes(b []byte) (workspace.Digested, string, int64) {
+	var c classify.Classifier
+	d := workspace.DigestBytes(b, &c)
+	return d, c.Kind().String(), c.Lines()
 }
 
 // storing carries one oversized result through §4 step 5.
@@ -32,6 +35,7 @@ type storing struct {
 	lines int64
 
 	bytes   []byte             // byte input; nil for a stream
+	digest  workspace.Digested // byte input, hashed once
 	orig    any                // byte input's original value
 	pending *workspace.Pending // stream input: already written, not committed
 	rewind  func()             // stream input: restore the source, if possible
@@ -43,7 +47,7 @@ func (st *storing) ingest(ctx context.Context) (*workspace.Pending, error) {
 	if st.pending != nil {
 		return st.pending, nil
 	}
-	p, _, err := st.o.binding.store.Ingest(ctx, bytes.NewReader(st.bytes), nil)
+	p, err := st.o.binding.store.IngestDigested(ctx, st.digest)
 	if err != nil {
 		return nil, err
 	}
@@ -103,18 +107,40 @@ func isCorruptOrGone(err error) bool {
 func (st *storing) decide(ctx context.Context) (*Offload, error) {
 	store, owner := st.o.binding.store, st.o.binding.owner
 	rec, err := store.Record(ctx, owner, st.ref)
+	if err == nil {
+		out, handled, derr := st.decideOwn(ctx, rec)
+		if handled {
+			return out, derr
+		}
+		// The record was collected meanwhile: decide as for a new owner.
+		err = fs.ErrNotExist
+	}
 	switch {
 	case ctx.Err() != nil:
 		return st.abort(ctx.Err())
-	case err == nil:
-		return st.decideOwn(ctx, rec)
 	case !errors.Is(err, fs.ErrNotExist):
 		return st.result(ctx, Failed, WorkspaceReadFailed)
 	}
-	landed := false
+	// Reusing a stored body: hold its lock from finding it present to
+	// committing the record, so that garbage collection cannot delete it in
+	// between. A body written below, by this call or a concurrent one, was
+	// committed just now and is protected by the grace period instead.
+	unlock, err := store.LockBody(ctx, st.ref)
+	if err != nil {
+		if ctx.Err() != nil {
+			return st.abort(ctx.Err())
+		}
+		return st.result(ctx, Failed, WorkspaceWriteFailed)
+	}
 	verr := store.VerifyBody(ctx, st.ref, st.size)
+	if verr == nil && ctx.Err() == nil {
+		created, err := st.createRecord(ctx)
+		unlock()
+		return st.recorded(ctx, false, created, err)
+	}
+	unlock()
+	landed := false
 	switch {
-	case verr == nil:
 	case ctx.Err() != nil:
 		return st.abort(ctx.Err())
 	case isCorruptOrGone(verr):
@@ -134,13 +160,24 @@ func (st *storing) decide(ctx context.Context) (*Offload, error) {
 		}
 		return st.abort(ctx.Err())
 	}
+	created, err := st.createRecord(ctx)
+	return st.recorded(ctx, landed, created, err)
+}
+
+// createRecord creates this owner's record of the body.
+func (st *storing) createRecord(ctx context.Context) (bool, error) {
 	now := st.o.clock().UTC()
-	created, err := store.CreateRecord(ctx, artifact.Record{
-		Owner: owner, Ref: st.ref, Size: st.size, Kind: st.kind,
+	return st.o.binding.store.CreateRecord(ctx, artifact.Record{
+		Owner: st.o.binding.owner, Ref: st.ref, Size: st.size, Kind: st.kind,
 		Tool: st.call.Tool, CallID: st.call.ID,
 		Description: st.o.describe(st.call.Tool, st.call.ID),
 		CreatedAt:   now, LastUsedAt: now,
 	})
+}
+
+// recorded decides from the record commit; landed says whether this call's
+// bytes became the body.
+func (st *storing) recorded(ctx context.Context, landed, created bool, err error) (*Offload, error) {
 	switch {
 	case err != nil && ctx.Err() != nil && landed:
 		return st.result(ctx, RecoveryRequired, CanceledAfterWrite)
@@ -152,31 +189,52 @@ func (st *storing) decide(ctx context.Context) (*Offload, error) {
 	return st.result(ctx, ExistingReference, ExistingContentMatch)
 }
 
-// decideOwn handles a result this owner already has a record for.
-func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (*Offload, error) {
+// decideOwn handles a result this owner already has a record for. handled
+// is false when the record turned out to have been collected meanwhile and
+// nothing was written: the caller then decides as for a new owner.
+func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (out *Offload, handled bool, err error) {
 	store := st.o.binding.store
 	verr := store.VerifyBody(ctx, st.ref, st.size)
+	landed, wrote := false, false
 	switch {
 	case verr == nil:
-		if now := st.o.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
-			_ = store.TouchRecord(ctx, rec.Owner, st.ref, now)
-		}
-		return st.result(ctx, ExistingReference, ExistingContentMatch)
 	case ctx.Err() != nil:
-		return st.abort(ctx.Err())
+		out, err = st.abort(ctx.Err())
+		return out, true, err
 	case !isCorruptOrGone(verr):
-		return st.result(ctx, Failed, WorkspaceReadFailed)
+		out, err = st.result(ctx, Failed, WorkspaceReadFailed)
+		return out, true, err
+	default:
+		landed, err = st.commit(ctx)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			out, err = st.abort(ctx.Err())
+			return out, true, err
+		case err != nil:
+			out, err = st.result(ctx, Failed, WorkspaceWriteFailed)
+			return out, true, err
+		}
+		wrote = true
 	}
-	landed, err := st.commit(ctx)
-	switch {
-	case err != nil && ctx.Err() != nil:
-		return st.abort(ctx.Err())
-	case err != nil:
-		return st.result(ctx, Failed, WorkspaceWriteFailed)
-	case landed:
-		return st.result(ctx, Offloaded, ReplacedCorruptBody)
+	// The body is in place. Refresh the record's last-used time (at most
+	// hourly); a record found gone was collected since it was read.
+	if now := st.o.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
+		terr := store.TouchRecord(ctx, rec.Owner, st.ref, now)
+		if errors.Is(terr, fs.ErrNotExist) && ctx.Err() == nil {
+			if !wrote {
+				return nil, false, nil
+			}
+			created, err := st.createRecord(ctx)
+			out, err = st.recorded(ctx, landed, created, err)
+			return out, true, err
+		}
 	}
-	return st.result(ctx, ExistingReference, ExistingContentMatch)
+	if landed {
+		out, err = st.result(ctx, Offloaded, ReplacedCorruptBody)
+	} else {
+		out, err = st.result(ctx, ExistingReference, ExistingContentMatch)
+	}
+	return out, true, err
 }
 
 // OffloadReader decides a streamed tool result in bounded memory: it reads

@@ -198,6 +198,11 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 	if w == nil {
 		out.Segment = &Segment{ref: ref, offset: out.Offset, size: rec.Size, body: body, at: h.clock().UTC(), valid: true}
 	}
+	// Reading a body is using it: refresh the record's last-used time, at
+	// most hourly, so retention keeps what is still being read.
+	if now := h.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
+		_ = store.TouchRecord(ctx, h.binding.owner, ref, now)
+	}
 	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)
 }
 

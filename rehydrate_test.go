@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
@@ -252,5 +253,27 @@ func TestStorageErrorsPropagateWithoutEvent(t *testing.T) {
 	}
 	if len(e.events.all()) != n {
 		t.Fatal("storage errors reported events")
+	}
+}
+
+func TestRehydrateRefreshesLastUsedHourly(t *testing.T) {
+	e := newEnv(t, 4)
+	ref := stored(t, e, "read me back later")
+	req := hybridctx.Request{Reference: ref.String(), Budget: 100}
+	mustRehydrate(t, e.reh, e.ctx, req)
+	if c := e.inst.Counts(); c.TouchRecords != 0 {
+		t.Fatalf("touched within the hour: %d", c.TouchRecords)
+	}
+	e.clock.Advance(2 * time.Hour)
+	mustRehydrate(t, e.reh, e.ctx, req)
+	rec, err := e.store.Record(context.Background(), ownerA, ref)
+	if err != nil || e.inst.Counts().TouchRecords != 1 || rec.LastUsedAt.Sub(rec.CreatedAt) < 2*time.Hour {
+		t.Fatalf("last used not refreshed by a read: %v %+v", err, rec)
+	}
+	// A read that does not resolve is not a use.
+	e.clock.Advance(2 * time.Hour)
+	mustRehydrate(t, e.reh, e.ctx, hybridctx.Request{Reference: ref.String(), Budget: 1})
+	if e.inst.Counts().TouchRecords != 1 {
+		t.Fatal("an over-budget read refreshed the record")
 	}
 }

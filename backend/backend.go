@@ -3,9 +3,22 @@
 //
 //	DIR or file:///abs/dir   directory bodies + SQLite records (package dirstore)
 //	mem://                   memory (package memstore); a fresh store per Open
+//	postgres://… or postgresql://…
+//	                         bodies and records in PostgreSQL (package pgstore)
+//	s3://BUCKET?…&index=postgres%3A%2F%2F…
+//	                         bodies in S3 or an S3-compatible object store
+//	                         (package blobstore), records and locks in the
+//	                         PostgreSQL database that the URL-escaped index
+//	                         parameter names
 //
-// The distributed schemes of the spec (postgres://, s3://, gs://, azblob://)
-// are recognized and reported as not available in this build.
+// gs:// and azblob:// are recognized and reported as not available in this
+// build (their client libraries are large); a host that needs them opens a
+// *blob.Bucket with the gocloud.dev driver and passes it to blobstore.New.
+//
+// Opening a distributed workspace checks that the database and the bucket
+// answer before anything is written: a bucket is probed before its index is
+// touched, so a missing bucket leaves the database as it was. Errors name the
+// backend and its address, never a password.
 package backend
 
 import (
@@ -15,10 +28,13 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/hybridctx/hybridctx/workspace"
+	"github.com/hybridctx/hybridctx/workspace/blobstore"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
+	"github.com/hybridctx/hybridctx/workspace/pgstore"
 )
 
 // ErrBadURL is wrapped by errors about workspace URLs that cannot be used.
@@ -31,10 +47,19 @@ var ErrUnavailable = errors.New("workspace backend not available in this build")
 type Options struct {
 	// Dir tunes the directory backend.
 	Dir *dirstore.Options
+	// Postgres tunes the PostgreSQL store of postgres:// and of an s3
+	// index; its Bodies field is set by Open.
+	Postgres *pgstore.Options
+	// Blob tunes the bodies of s3://; its Locker is set by Open to the
+	// index.
+	Blob *blobstore.Options
+	// UploadMaxAge is the age past which Open removes uploads that a dead
+	// writer left unfinished in a distributed workspace; 0 means 24 hours.
+	UploadMaxAge time.Duration
 }
 
 // Open opens the workspace named by u: a directory path, a file:// URL
-// with an absolute path and no host, or mem://.
+// with an absolute path and no host, mem://, postgres:// or s3://.
 func Open(ctx context.Context, u string, opts *Options) (*workspace.Store, error) {
 	if opts == nil {
 		opts = &Options{}
@@ -53,13 +78,123 @@ func Open(ctx context.Context, u string, opts *Options) (*workspace.Store, error
 			return nil, fmt.Errorf("open directory workspace: %w", err)
 		}
 		return workspace.New(d, d), nil
+	case "postgres":
+		return openPostgres(ctx, u, opts)
+	case "s3":
+		return openS3(ctx, u, opts)
 	}
 	return nil, fmt.Errorf("%w: %s://", ErrUnavailable, kind)
 }
 
+func pgOptions(opts *Options, mode pgstore.BodyMode) *pgstore.Options {
+	var o pgstore.Options
+	if opts.Postgres != nil {
+		o = *opts.Postgres
+	}
+	o.Bodies = mode
+	return &o
+}
+
+func uploadMaxAge(opts *Options) time.Duration {
+	if opts.UploadMaxAge > 0 {
+		return opts.UploadMaxAge
+	}
+	return pgstore.DefaultUploadMaxAge
+}
+
+// badURL adds ErrBadURL to the parse errors of the stores.
+func badURL(err error) error {
+	if errors.Is(err, pgstore.ErrInvalidURL) || errors.Is(err, blobstore.ErrInvalidURL) {
+		return fmt.Errorf("%w: %w", ErrBadURL, err)
+	}
+	return err
+}
+
+func openPostgres(ctx context.Context, u string, opts *Options) (*workspace.Store, error) {
+	pg, err := pgstore.Open(ctx, u, pgOptions(opts, pgstore.BodiesHere))
+	if err != nil {
+		return nil, fmt.Errorf("open postgres workspace: %w", badURL(err))
+	}
+	if _, err := pg.SweepUploads(ctx, uploadMaxAge(opts)); err != nil {
+		pg.Close()
+		return nil, fmt.Errorf("open postgres workspace: %w", err)
+	}
+	return workspace.New(pg, pg), nil
+}
+
+func openS3(ctx context.Context, u string, opts *Options) (*workspace.Store, error) {
+	bucketURL, indexURL, err := splitIndex(u)
+	if err != nil {
+		return nil, err
+	}
+	bucket, err := blobstore.OpenBucket(ctx, bucketURL)
+	if err != nil {
+		return nil, fmt.Errorf("open s3 workspace: %w", badURL(err))
+	}
+	idx, err := pgstore.Open(ctx, indexURL, pgOptions(opts, pgstore.BodiesElsewhere))
+	if err != nil {
+		bucket.Close()
+		return nil, fmt.Errorf("open s3 workspace index: %w", badURL(err))
+	}
+	var bo blobstore.Options
+	if opts.Blob != nil {
+		bo = *opts.Blob
+	}
+	bo.Locker = idx
+	bodies, err := blobstore.New(bucket, &bo)
+	if err != nil {
+		bucket.Close()
+		idx.Close()
+		return nil, fmt.Errorf("open s3 workspace: %w", err)
+	}
+	age := uploadMaxAge(opts)
+	_, err1 := bodies.SweepUploads(ctx, age)
+	_, err2 := idx.SweepUploads(ctx, age)
+	if err := errors.Join(err1, err2); err != nil {
+		bodies.Close()
+		idx.Close()
+		return nil, fmt.Errorf("open s3 workspace: %w", err)
+	}
+	return workspace.New(bodies, idx), nil
+}
+
+// splitIndex separates the index parameter of an s3:// URL from the bucket
+// URL that gocloud.dev/blob opens.
+func splitIndex(u string) (bucketURL, indexURL string, err error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		// url.Parse quotes the input, which may hold a password.
+		return "", "", fmt.Errorf("%w: s3:// URL does not parse", ErrBadURL)
+	}
+	if p.Host == "" {
+		return "", "", fmt.Errorf("%w: s3:// URL names no bucket", ErrBadURL)
+	}
+	if p.User != nil || (p.Path != "" && p.Path != "/") || p.Fragment != "" {
+		return "", "", fmt.Errorf("%w: s3:// URL takes a bucket and query parameters only", ErrBadURL)
+	}
+	q, err := url.ParseQuery(p.RawQuery)
+	if err != nil {
+		return "", "", fmt.Errorf("%w: s3:// URL has a malformed query", ErrBadURL)
+	}
+	idx := q["index"]
+	if len(idx) != 1 {
+		return "", "", fmt.Errorf("%w: s3:// URL needs exactly one index=postgres://… parameter (URL-escaped) for its records", ErrBadURL)
+	}
+	scheme, _, _ := strings.Cut(idx[0], "://")
+	if s := strings.ToLower(scheme); s != "postgres" && s != "postgresql" {
+		return "", "", fmt.Errorf("%w: s3:// index must be a postgres:// URL", ErrBadURL)
+	}
+	q.Del("index")
+	p.RawQuery = q.Encode()
+	p.Path = ""
+	return p.String(), idx[0], nil
+}
+
 // Parse classifies u without opening it: kind is "mem", "dir" (with the
-// cleaned directory) or the URL scheme of a recognized backend this build
-// lacks (an error wrapping ErrUnavailable is then returned by Open).
+// cleaned directory), "postgres", "s3", or the URL scheme of a recognized
+// backend this build lacks (an error wrapping ErrUnavailable is then
+// returned by Open). Error messages never quote u, which may hold a
+// password.
 func Parse(u string) (kind, dir string, err error) {
 	if strings.TrimSpace(u) == "" {
 		return "", "", fmt.Errorf("%w: empty", ErrBadURL)
@@ -93,7 +228,14 @@ func Parse(u string) (kind, dir string, err error) {
 			return "", "", fmt.Errorf("%w: file:// URL needs an absolute path", ErrBadURL)
 		}
 		return "dir", filepath.Clean(p.Path), nil
-	case "postgres", "postgresql", "s3", "gs", "azblob":
+	case "postgres", "postgresql":
+		return "postgres", "", nil
+	case "s3":
+		if _, _, err := splitIndex(u); err != nil {
+			return "", "", err
+		}
+		return "s3", "", nil
+	case "gs", "azblob":
 		return scheme, "", nil
 	}
 	return "", "", fmt.Errorf("%w: unknown scheme %q", ErrBadURL, scheme)

@@ -1,6 +1,8 @@
 // Package sink provides progress event sinks for hybridctx reporters: a
-// channel, and JSON Lines on any writer. Sinks are best effort: the reporter
-// hands their errors to its OnSinkError and never to a decision.
+// channel, JSON Lines on any writer, log/slog records, and a run Summary
+// (counts and byte totals); package sink/otelsink adds OpenTelemetry
+// metrics. Sinks are best effort: the reporter hands their errors to its
+// OnSinkError and never to a decision.
 package sink
 
 import (

@@ -8,16 +8,10 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"sync"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
-
-// copyBufSize is the chunk size for streaming bodies through the hasher.
-const copyBufSize = 256 << 10
-
-var bufPool = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
 // PutResult says what a commit did.
 type PutResult uint8
@@ -112,37 +106,137 @@ func (s *Store) Ingest(ctx context.Context, r io.Reader, opts *IngestOptions) (p
 	return &Pending{s: s, w: w, ref: artifact.RefFromSum(sum), size: n}, n, nil
 }
 
-// copyHashed copies r to w and h (and the observer), honouring MaxBytes and
-// ctx between chunks. It separates read errors from write errors.
-func copyHashed(ctx context.Context, r io.Reader, h hash.Hash, w io.Writer, o IngestOptions) (n int64, rerr, werr error) {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
-	for {
-		if err := ctx.Err(); err != nil {
-			return n, nil, err
-		}
-		m, err := r.Read(buf)
-		if m > 0 {
-			n += int64(m)
-			if o.MaxBytes > 0 && n > o.MaxBytes {
-				return n, nil, ErrTooLarge
-			}
-			h.Write(buf[:m])
-			if o.Observer != nil {
-				_, _ = o.Observer.Write(buf[:m])
-			}
-			if _, e := w.Write(buf[:m]); e != nil {
-				return n, nil, e
-			}
-		}
-		if err == io.EOF {
-			return n, nil, nil
-		}
-		if err != nil {
-			return n, err, nil
-		}
+// Digested is a body held in memory together with its SHA-256 reference,
+// computed once by DigestBytes, so that IngestDigested can store it without
+// hashing it a second time. The zero value holds no body.
+type Digested struct {
+	b   []byte
+	ref artifact.Ref
+}
+
+// parallelMin is the smallest body whose observer DigestBytes runs on a
+// goroutine of its own, overlapped with the hash.
+const parallelMin = chunkSize
+
+// DigestBytes hashes b and, when observer is non-nil, writes b to it once
+// (for example a classifier). For a body larger than one chunk the observer
+// runs on its own goroutine while b is hashed, so the two cost the time of
+// the slower one. The bytes are not copied: they must not change until the
+// Digested is no longer used.
+func DigestBytes(b []byte, observer io.Writer) Digested {
+	if observer == nil {
+		return Digested{b: b, ref: artifact.RefOf(b)}
 	}
+	if len(b) < parallelMin {
+		_, _ = observer.Write(b)
+		return Digested{b: b, ref: artifact.RefOf(b)}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = observer.Write(b)
+	}()
+	ref := artifact.RefOf(b)
+	<-done
+	return Digested{b: b, ref: ref}
+}
+
+// Ref is the reference of the digested bytes (zero for the zero value).
+func (d Digested) Ref() artifact.Ref { return d.ref }
+
+// Size is the number of digested bytes.
+func (d Digested) Size() int64 { return int64(len(d.b)) }
+
+// IngestDigested is Ingest for a body DigestBytes hashed: it writes the
+// bytes into a new pending body, in chunks with ctx checked between them,
+// and reuses the digest instead of hashing them again. A zero Digested is
+// ErrInvalidRef; a write error is a storage error, as for Ingest.
+func (s *Store) IngestDigested(ctx context.Context, d Digested) (*Pending, error) {
+	if err := s.check(ctx, d.ref); err != nil {
+		return nil, wrap("put", d.ref, err)
+	}
+	w, err := s.bodies.NewWriter(ctx)
+	if err != nil {
+		return nil, wrap("put", artifact.Ref{}, err)
+	}
+	for rest := d.b; len(rest) > 0; {
+		if err := ctx.Err(); err != nil {
+			_ = w.Abort()
+			return nil, wrap("put", artifact.Ref{}, err)
+		}
+		k := min(len(rest), chunkSize)
+		if _, err := w.Write(rest[:k]); err != nil {
+			_ = w.Abort()
+			return nil, wrap("put", artifact.Ref{}, err)
+		}
+		rest = rest[k:]
+	}
+	return &Pending{s: s, w: w, ref: d.ref, size: d.Size()}, nil
+}
+
+// IngestBytes is Ingest for a body already in memory: the same pending
+// body, hashed while it is written, without copying b. For a body larger
+// than one chunk the hash runs on its own goroutine while the observer
+// sees and the writer takes the chunks, so the two overlap. b must not
+// change until IngestBytes returns.
+func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if s.closed.Load() {
+		return nil, wrap("put", artifact.Ref{}, ErrClosed)
+	}
+	var o IngestOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.MaxBytes > 0 && int64(len(b)) > o.MaxBytes {
+		return nil, wrap("put", artifact.Ref{}, ErrTooLarge)
+	}
+	w, err := s.bodies.NewWriter(ctx)
+	if err != nil {
+		return nil, wrap("put", artifact.Ref{}, err)
+	}
+	h := sha256.New()
+	n, err := pumpBytes(ctx, b, ingestStages(h, w, o.Observer)...)
+	if err != nil {
+		_ = w.Abort()
+		return nil, wrap("put", artifact.Ref{}, err)
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return &Pending{s: s, w: w, ref: artifact.RefFromSum(sum), size: n}, nil
+}
+
+// copyHashed copies r to w and h (and the observer), honouring MaxBytes and
+// ctx between chunks. It separates read errors from write errors. It reads
+// at most MaxBytes+1 bytes.
+func copyHashed(ctx context.Context, r io.Reader, h hash.Hash, w io.Writer, o IngestOptions) (n int64, rerr, werr error) {
+	limit := int64(-1)
+	if o.MaxBytes > 0 {
+		limit = o.MaxBytes + 1
+	}
+	n, rerr, werr = pump(ctx, r, limit, ingestStages(h, w, o.Observer)...)
+	if rerr == nil && werr == nil && o.MaxBytes > 0 && n > o.MaxBytes {
+		werr = ErrTooLarge
+	}
+	return n, rerr, werr
+}
+
+// ingestStages are the stages of a body being stored: the hash, the
+// observer (if any) and the driver's writer.
+func ingestStages(h hash.Hash, w io.Writer, observer io.Writer) []stage {
+	stages := []stage{hashStage(h)}
+	if observer != nil {
+		stages = append(stages, func(_ int64, b []byte) error {
+			_, _ = observer.Write(b)
+			return nil
+		})
+	}
+	return append(stages, func(_ int64, b []byte) error {
+		_, err := w.Write(b)
+		return err
+	})
 }
 
 // Commit makes the pending body visible under its digest. If a body is
@@ -251,30 +345,17 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // length and digest. When sink is non-nil it receives each chunk and its
 // offset as read (before verification: callers must not release it on error).
 func hashCheck(ctx context.Context, r io.Reader, ref artifact.Ref, want int64, sink func(off int64, b []byte)) error {
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
-	buf := *bp
 	h := sha256.New()
-	lr := io.LimitReader(r, want+1)
-	var n int64
-	for {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		m, err := lr.Read(buf)
-		if m > 0 {
-			h.Write(buf[:m])
-			if sink != nil {
-				sink(n, buf[:m])
-			}
-			n += int64(m)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return err
-		}
+	stages := []stage{hashStage(h)}
+	if sink != nil {
+		stages = append(stages, func(off int64, b []byte) error {
+			sink(off, b)
+			return nil
+		})
+	}
+	n, rerr, cerr := pump(ctx, r, want+1, stages...)
+	if err := cmpOr(rerr, cerr); err != nil {
+		return err
 	}
 	var sum [sha256.Size]byte
 	wantSum := ref.Sum()

@@ -89,16 +89,28 @@ func (s *Store) CopyVerified(ctx context.Context, ref artifact.Ref, size, off, n
 }
 
 // copyReopened serves the range from a second open of the body. With a
-// version it compares versions; without one it re-hashes the body while
-// copying.
+// version it compares the second open's version with the verified one,
+// copies the range without hashing again and checks the version once more
+// after the copy; without one it re-hashes the body while copying.
 func (s *Store) copyReopened(ctx context.Context, ref artifact.Ref, size, off, n int64, before driver.Info, w io.Writer) (int64, error) {
 	r2, err := s.open(ctx, ref, size)
 	if err != nil {
 		return 0, err
 	}
 	defer r2.Close()
-	if before.Version != "" && r2.Info().Version != before.Version {
-		return 0, wrap("read", ref, ErrChanged)
+	if before.Version != "" {
+		if r2.Info().Version != before.Version {
+			return 0, wrap("read", ref, ErrChanged)
+		}
+		written, err := copyRange(ctx, w, r2, off, n)
+		if err != nil {
+			return written, wrap("read", ref, err)
+		}
+		after, err := s.bodies.Stat(ctx, ref.Hex())
+		if err != nil || after.Version != before.Version || after.Size != size {
+			return written, wrap("read", ref, cmpOr(err, ErrChanged))
+		}
+		return written, nil
 	}
 	var written int64
 	var werr error
@@ -118,6 +130,27 @@ func (s *Store) copyReopened(ctx context.Context, ref artifact.Ref, size, off, n
 		err = ErrChanged
 	}
 	return written, wrap("read", ref, err)
+}
+
+// copyRange copies bytes [off, off+n) of r, which reads from the start of
+// the body, to w: through ReadAt when r offers it, else by skipping off
+// bytes. A body shorter than off+n is ErrChanged (its size was checked when
+// it was opened).
+func copyRange(ctx context.Context, w io.Writer, r driver.Reader, off, n int64) (int64, error) {
+	var src io.Reader
+	if ra, ok := r.(driver.RangeReader); ok {
+		src = io.NewSectionReader(ra, off, n)
+	} else {
+		if _, err := copyCtx(ctx, io.Discard, io.LimitReader(r, off)); err != nil {
+			return 0, err
+		}
+		src = io.LimitReader(r, n)
+	}
+	written, err := copyCtx(ctx, w, src)
+	if err == nil && written != n {
+		err = ErrChanged
+	}
+	return written, err
 }
 
 func (s *Store) open(ctx context.Context, ref artifact.Ref, size int64) (driver.Reader, error) {

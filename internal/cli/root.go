@@ -148,7 +148,9 @@ func (a *app) rootCommand() *cobra.Command {
 	pf.StringVar(&a.runID, "run-id", "", "run id of progress events (default: random per process)")
 	pf.StringVar(&a.events, "events", "", `append progress events as JSON Lines to FILE, or "-" for standard error`)
 	pf.BoolVar(&a.json, "json", false, "machine-readable output")
-	root.AddCommand(a.offloadCommand(), a.rehydrateCommand(), a.lsCommand(), a.statCommand(), a.verifyCommand())
+	root.AddCommand(a.offloadCommand(), a.rehydrateCommand(), a.lsCommand(), a.statCommand(), a.verifyCommand(), a.demoCommand(), a.benchCommand())
+	root.AddCommand(a.mcpCommand())
+	root.AddCommand(a.gcCommand())
 	return root
 }
 
@@ -217,34 +219,48 @@ func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace
 // withReporter returns ctx carrying the progress reporter that --events asks
 // for (ctx unchanged without --events) and a function that releases it.
 func (a *app) withReporter(ctx context.Context, cmd *cobra.Command) (context.Context, func(), error) {
-	if !cmd.Flags().Changed("events") {
-		return ctx, func() {}, nil
+	r, _, release, err := a.eventsReporter(cmd)
+	if err != nil || r == nil {
+		return ctx, release, err
 	}
-	var w io.Writer
-	done := func() {}
+	return hybridctx.WithReporter(ctx, r), release, nil
+}
+
+// eventsReporter builds the reporter that --events asks for: a JSON Lines
+// sink on the events file (or standard error for "-") plus extra. Without
+// --events it returns a nil reporter and writer. release closes the file.
+func (a *app) eventsReporter(cmd *cobra.Command, extra ...hybridctx.Sink) (r *hybridctx.TreeReporter, w io.Writer, release func(), err error) {
+	release = func() {}
+	if !cmd.Flags().Changed("events") {
+		return nil, nil, release, nil
+	}
 	switch a.events {
 	case "":
-		return nil, nil, usagef("--events needs a file name or -")
+		return nil, nil, nil, usagef("--events needs a file name or -")
 	case "-":
 		w = a.env.Stderr
 	default:
 		f, err := os.OpenFile(a.events, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 		if err != nil {
-			return nil, nil, usagef("cannot open the events file: %v", err)
+			return nil, nil, nil, usagef("cannot open the events file: %v", err)
 		}
-		w = f
-		done = func() { _ = f.Close() }
+		w, release = f, func() { _ = f.Close() }
 	}
-	runID := a.runID
-	if runID == "" {
-		runID = randomID()
-	}
-	r := hybridctx.NewReporter(hybridctx.ReporterOptions{
-		RunID:   runID,
+	r = hybridctx.NewReporter(hybridctx.ReporterOptions{
+		RunID:   a.runIDOrRandom(),
 		AgentID: AgentID,
-		Sinks:   []hybridctx.Sink{sink.NewJSONLines(w)},
+		Sinks:   append([]hybridctx.Sink{sink.NewJSONLines(w)}, extra...),
 	})
-	return hybridctx.WithReporter(ctx, r), done, nil
+	return r, w, release, nil
+}
+
+// runIDOrRandom returns --run-id, or a random id fixed for this process's
+// command.
+func (a *app) runIDOrRandom() string {
+	if a.runID == "" {
+		a.runID = randomID()
+	}
+	return a.runID
 }
 
 // hostSession opens the workspace and, when events is true, the reporter of

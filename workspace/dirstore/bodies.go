@@ -13,8 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/hybridctx/hybridctx/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
@@ -25,7 +25,8 @@ const listBatch = 256
 // errWriterEnded is returned by a Writer used after Commit or Abort.
 var errWriterEnded = fmt.Errorf("dirstore: writer already committed or aborted: %w", fs.ErrClosed)
 
-// NewWriter starts a new body in a private temporary file in sha256/.
+// NewWriter starts a new body in a private temporary file in sha256/, which
+// it holds locked until the writer ends, so that no sweep removes it.
 func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -35,12 +36,22 @@ func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
 		var b [16]byte
 		_, _ = rand.Read(b[:])
 		name := bodyDir + "/" + tempPrefix + hex.EncodeToString(b[:])
-		f, err := s.root.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		f, err := s.fsys.OpenFile(name, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+		if err != nil {
+			lastErr = err
+			if errors.Is(err, fs.ErrExist) {
+				continue
+			}
+			break
+		}
+		err = s.claim(f, name)
 		if err == nil {
 			return &writer{s: s, f: f, temp: name}, nil
 		}
+		_ = s.fsys.Remove(name)
+		_ = f.Close()
 		lastErr = err
-		if !errors.Is(err, fs.ErrExist) {
+		if !errors.Is(err, errSwept) {
 			break
 		}
 	}
@@ -51,13 +62,13 @@ func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
 // at a time, as driver.Writer requires.
 type writer struct {
 	s    *Store
-	f    *os.File // nil once sealed
+	f    vfs.File // open (and locked) until the writer ends
 	temp string   // root-relative name of the temporary file
-	// sealed: the file was fsynced, made read-only and closed, so a
+	// sealed: the file was made read-only, stamped and fsynced, so a
 	// Commit that found the key taken can be retried without redoing it.
 	sealed bool
-	// broken is a sticky error: sealing failed, so the bytes must never be
-	// published.
+	// broken is a sticky error: writing or sealing failed, so the bytes
+	// must never be published.
 	broken error
 	done   bool
 }
@@ -77,17 +88,19 @@ func (w *writer) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// seal fsyncs the temporary file, makes it read-only and closes it.
+// seal makes the temporary file read-only, stamps it with the commit time
+// and fsyncs it, so that bytes, mode and time are durable together.
 func (w *writer) seal() error {
 	if w.sealed {
 		return nil
 	}
-	err := w.f.Sync()
+	err := w.f.Chmod(bodyMode)
 	if err == nil {
-		err = w.f.Chmod(bodyMode)
+		err = w.f.SetModTime(w.s.clock())
 	}
-	err = errors.Join(err, w.f.Close())
-	w.f = nil
+	if err == nil {
+		err = w.f.Sync()
+	}
 	if err != nil {
 		w.broken = fmt.Errorf("dirstore: seal body: %w", err)
 		return w.broken
@@ -97,7 +110,10 @@ func (w *writer) seal() error {
 }
 
 // Commit makes the written bytes durable and then visible under key: by a
-// hard link when replace is false (create-only), by a rename when it is true.
+// hard link when replace is false (create-only), by a rename when it is
+// true. It returns only once the body directory was fsynced; a failure of
+// the clean-up that follows (removing the temporary name, closing it) is not
+// reported, since the body is committed and the leftover is swept later.
 func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if w.done {
 		return errWriterEnded
@@ -119,44 +135,43 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	}
 	final := bodyPath(key)
 	if !replace {
-		if err := w.s.root.Link(w.temp, final); err != nil {
+		if err := w.s.fsys.Link(w.temp, final); err != nil {
 			if errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("dirstore: body %s: %w", key, fs.ErrExist)
 			}
 			return fmt.Errorf("dirstore: publish body: %w", err)
 		}
-	} else if err := w.s.root.Rename(w.temp, final); err != nil {
+	} else if err := w.s.fsys.Rename(w.temp, final); err != nil {
 		return fmt.Errorf("dirstore: replace body: %w", err)
 	}
 	// The body is visible: whatever happens next, this writer is over.
 	w.done = true
-	err := w.s.syncDir(bodyDir)
-	if err != nil {
-		err = fmt.Errorf("dirstore: sync body directory: %w", err)
-	}
-	if !replace {
-		if rerr := w.s.root.Remove(w.temp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-			err = errors.Join(err, fmt.Errorf("dirstore: remove temporary body: %w", rerr))
+	var err error
+	if !w.s.noDirSync {
+		if err = w.s.syncDir(bodyDir); err != nil {
+			err = fmt.Errorf("dirstore: sync body directory: %w", err)
 		}
 	}
+	if !replace {
+		_ = w.s.fsys.Remove(w.temp)
+	}
+	_ = w.f.Close()
 	return err
 }
 
 // Abort discards the temporary file. It is a no-op after a successful
-// Commit and safe to call more than once.
+// Commit and safe to call more than once. A temporary file it could not
+// remove is unlocked once closed, so the next Open sweeps it.
 func (w *writer) Abort() error {
 	if w.done {
 		return nil
 	}
 	w.done = true
 	var err error
-	if w.f != nil {
-		err = w.f.Close()
-		w.f = nil
+	if rerr := w.s.fsys.Remove(w.temp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		err = rerr
 	}
-	if rerr := w.s.root.Remove(w.temp); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
-		err = errors.Join(err, rerr)
-	}
+	err = errors.Join(err, w.f.Close())
 	if err != nil {
 		return fmt.Errorf("dirstore: abort body: %w", err)
 	}
@@ -164,7 +179,8 @@ func (w *writer) Abort() error {
 }
 
 // Open opens the committed body key for reading. The reader also implements
-// driver.RangeReader and driver.Restatter.
+// driver.RangeReader and driver.Restatter. Anything at the body's name that
+// is not a regular file is not opened: it reads as an empty body of size -1.
 func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -173,12 +189,16 @@ func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
 		return nil, err
 	}
 	name := bodyPath(key)
-	// Refuse anything but a regular file before opening it, so that a
-	// planted symbolic link or FIFO is never followed or blocked on.
-	if _, err := s.lstatBody(name); err != nil {
+	// Look before opening, so that a planted symbolic link or FIFO is
+	// never followed or blocked on.
+	li, err := s.lstatBody(name)
+	if err != nil {
 		return nil, err
 	}
-	f, err := s.root.OpenFile(name, os.O_RDONLY, 0)
+	if !li.Mode().IsRegular() {
+		return notBody(key, li), nil
+	}
+	f, err := s.fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: open body: %w", err)
 	}
@@ -188,28 +208,40 @@ func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
 		return nil, fmt.Errorf("dirstore: open body: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
+		// Swapped between the look and the open. (A swap for another
+		// regular file, through a link inside the root, is caught by
+		// the digest check like any other wrong bytes.)
 		_ = f.Close()
-		return nil, fmt.Errorf("dirstore: body %s is not a regular file", key)
+		return notBody(key, fi), nil
 	}
 	return &reader{f: f, key: key, info: infoOf(key, fi)}, nil
 }
 
 // lstatBody describes the body file name without following a symbolic
-// link, and refuses anything but a regular file.
+// link.
 func (s *Store) lstatBody(name string) (fs.FileInfo, error) {
-	fi, err := s.root.Lstat(name)
+	fi, err := s.fsys.Lstat(name)
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: stat body: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("dirstore: %s is not a regular file (%v)", name, fi.Mode().Type())
 	}
 	return fi, nil
 }
 
-// reader reads one body through an open file descriptor.
+// notBody is the reader of a body name that is not a regular file: empty,
+// of size -1, so that no size or digest check can pass.
+func notBody(key string, fi fs.FileInfo) driver.Reader {
+	return placeholder{info: driver.Info{Key: key, Size: -1, ModTime: fi.ModTime()}}
+}
+
+type placeholder struct{ info driver.Info }
+
+func (placeholder) Read([]byte) (int, error) { return 0, io.EOF }
+func (placeholder) Close() error             { return nil }
+func (p placeholder) Info() driver.Info      { return p.info }
+
+// reader reads one body through an open file.
 type reader struct {
-	f    *os.File
+	f    vfs.File
 	key  string
 	info driver.Info
 }
@@ -217,10 +249,10 @@ type reader struct {
 // Read reads from the current offset.
 func (r *reader) Read(p []byte) (int, error) { return r.f.Read(p) }
 
-// ReadAt reads at off from the same descriptor (driver.RangeReader).
+// ReadAt reads at off from the same file (driver.RangeReader).
 func (r *reader) ReadAt(p []byte, off int64) (int, error) { return r.f.ReadAt(p, off) }
 
-// Close closes the descriptor.
+// Close closes the file.
 func (r *reader) Close() error { return r.f.Close() }
 
 // Info describes the body as it was when it was opened.
@@ -257,6 +289,15 @@ func infoOf(key string, fi fs.FileInfo) driver.Info {
 	return info
 }
 
+// bodyInfo describes what is at a body's name: a regular file as it is,
+// anything else as size -1.
+func bodyInfo(key string, fi fs.FileInfo) driver.Info {
+	if !fi.Mode().IsRegular() {
+		return driver.Info{Key: key, Size: -1, ModTime: fi.ModTime()}
+	}
+	return infoOf(key, fi)
+}
+
 // Stat describes the committed body key without reading it.
 func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
 	if err := ctx.Err(); err != nil {
@@ -269,10 +310,11 @@ func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
 	if err != nil {
 		return driver.Info{}, err
 	}
-	return infoOf(key, fi), nil
+	return bodyInfo(key, fi), nil
 }
 
-// Delete removes the committed body key and makes the removal durable.
+// Delete removes the committed body key (or whatever else is at its name,
+// without following it) and makes the removal durable.
 func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -280,7 +322,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
-	if err := s.root.Remove(bodyPath(key)); err != nil {
+	if err := s.fsys.Remove(bodyPath(key)); err != nil {
 		return fmt.Errorf("dirstore: delete body: %w", err)
 	}
 	if err := s.syncDir(bodyDir); err != nil {
@@ -289,8 +331,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-// List yields every committed body (regular files named by a valid key),
-// reading the directory in batches. Temporary files are skipped.
+// List yields every entry of the body directory named by a valid key,
+// reading the directory in batches; entries that are not regular files
+// have size -1. Temporary files are skipped.
 func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 	return func(yield func(driver.Info, error) bool) {
 		for e, err := range s.dirEntries(ctx, bodyDir) {
@@ -298,7 +341,7 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 				yield(driver.Info{}, fmt.Errorf("dirstore: list bodies: %w", err))
 				return
 			}
-			if !e.Type().IsRegular() || checkKey(e.Name()) != nil {
+			if checkKey(e.Name()) != nil {
 				continue
 			}
 			fi, err := e.Info()
@@ -309,7 +352,7 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 				yield(driver.Info{}, fmt.Errorf("dirstore: list bodies: %w", err))
 				return
 			}
-			if !yield(infoOf(e.Name(), fi), nil) {
+			if !yield(bodyInfo(e.Name(), fi), nil) {
 				return
 			}
 		}
@@ -324,7 +367,7 @@ func (s *Store) dirEntries(ctx context.Context, name string) iter.Seq2[fs.DirEnt
 			yield(nil, err)
 			return
 		}
-		d, err := s.root.Open(name)
+		d, err := s.fsys.OpenFile(name, os.O_RDONLY, 0)
 		if err != nil {
 			yield(nil, err)
 			return
@@ -350,23 +393,4 @@ func (s *Store) dirEntries(ctx context.Context, name string) iter.Seq2[fs.DirEnt
 			}
 		}
 	}
-}
-
-// sweepTemps removes temporary bodies last modified before cutoff: the
-// leftovers of writers that were killed. Removal is best effort.
-func (s *Store) sweepTemps(ctx context.Context, cutoff time.Time) error {
-	for e, err := range s.dirEntries(ctx, bodyDir) {
-		if err != nil {
-			return fmt.Errorf("dirstore: sweep temporary bodies: %w", err)
-		}
-		if !strings.HasPrefix(e.Name(), tempPrefix) {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || !fi.ModTime().Before(cutoff) {
-			continue
-		}
-		_ = s.root.Remove(bodyDir + "/" + e.Name())
-	}
-	return nil
 }

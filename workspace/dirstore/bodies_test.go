@@ -298,6 +298,9 @@ func TestRestatDetectsChange(t *testing.T) {
 	}
 }
 
+// TestTempSweepOnOpen: a temporary body whose writer is gone (nobody holds
+// its lock) is swept at the next Open, however young; one whose writer is
+// alive (it holds the lock) is kept, however old.
 func TestTempSweepOnOpen(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	s := openAt(t, dir)
@@ -321,14 +324,37 @@ func TestTempSweepOnOpen(t *testing.T) {
 	if got := readBody(t, s, keyOf(data)); !bytes.Equal(got, data) {
 		t.Fatalf("body = %q", got)
 	}
-	_ = s.Close()
+	// A live writer, with an old modification time.
+	w, err := s.NewWriter(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if _, err := w.Write([]byte("in progress")); err != nil {
+		t.Fatal(err)
+	}
+	live := temps(t, s)
+	if len(live) != 3 {
+		t.Fatalf("temps = %v, want the two leftovers and the live one", live)
+	}
+	for _, name := range live {
+		_ = os.Chtimes(filepath.Join(dir, "sha256", name), past, past)
+	}
 
 	openAt(t, dir)
-	if _, err := os.Lstat(old); !errors.Is(err, fs.ErrNotExist) {
-		t.Fatalf("old temp not swept: %v", err)
+	left := temps(t, s)
+	if len(left) != 1 || filepath.Join(dir, "sha256", left[0]) == old || filepath.Join(dir, "sha256", left[0]) == fresh {
+		t.Fatalf("after reopen temps = %v, want only the live writer's", left)
 	}
-	if _, err := os.Lstat(fresh); err != nil {
-		t.Fatalf("fresh temp swept: %v", err)
+	key := keyOf([]byte("in progress"))
+	if err := w.Commit(context.Background(), key, false); err != nil {
+		t.Fatalf("the live writer lost its file: %v", err)
+	}
+	if got := readBody(t, s, key); string(got) != "in progress" {
+		t.Fatalf("body = %q", got)
+	}
+	if tt := temps(t, s); len(tt) != 0 {
+		t.Fatalf("temps left: %v", tt)
 	}
 }
 

@@ -1,8 +1,9 @@
 // Package dirstore is the embedded default workspace backend: bodies are
 // plain files in a directory and records live in a SQLite database next to
 // them. One *Store implements driver.Bodies, driver.Records, driver.Locker,
-// driver.Checker and io.Closer, and several processes (the CLI and MCP
-// proxies) may share one directory at the same time.
+// driver.Checker, io.Closer and the workspace's record-expiry capability
+// (ExpireRecords), and several processes (the CLI and MCP proxies) may share
+// one directory at the same time.
 //
 // # Layout
 //
@@ -13,30 +14,43 @@
 //	sha256/<hex>        a body: the exact bytes, no header, no compression,
 //	                    named by the 64 lowercase hex digits of its SHA-256,
 //	                    mode 0400 (so `sha256sum sha256/*` checks them all)
-//	sha256/.tmp-<rand>  a body being written (0600); leftovers older than an
-//	                    hour are swept when a Store is opened
+//	sha256/.tmp-<rand>  a body being written (created 0600), flock(2)ed by
+//	                    its writer until the writer ends; a leftover nobody
+//	                    holds (its writer was killed) is swept when a Store
+//	                    is opened
 //	records.db          the SQLite records (WAL mode, 0600), with its
 //	                    records.db-wal and records.db-shm companions
-//	locks/<hex>         0600 files that carry the per-key flock of Lock;
-//	                    they are never removed
+//	locks/<hex>         0600 files that carry the per-key flock of Lock,
+//	                    present only while the lock is held
+//
+// Anything at a body's name that is not a regular file (a planted symbolic
+// link, say) is never followed or opened: it is presented as a body of size
+// -1 that reads as empty, so every check reports it corrupt, a replacing
+// Commit overwrites it and Delete removes it.
 //
 // # Durability
 //
-// A body is written to a temporary file, fsynced, made read-only, and then
-// published under its key by a hard link (create-only: an existing key is
-// reported as fs.ErrExist and left untouched) or by a rename (replace); the
-// directory is fsynced before Commit returns. Records are written with
-// synchronous=FULL, so a record acknowledged after its body is never left
+// A body is written to a temporary file, made read-only, stamped with its
+// commit time, fsynced, and then published under its key by a hard link
+// (create-only: an existing key is reported as fs.ErrExist and left
+// untouched) or by a rename (replace); the directory is fsynced before
+// Commit returns. A body's modification time is therefore when it was
+// committed, which garbage collection compares with its grace period.
+// Records are written with synchronous=FULL, and the workspace writes a
+// record only after the body's Commit returned, so a record is never left
 // pointing at a body that was not durable.
 //
 // # Confinement
 //
 // Every file access after Open goes through an os.Root on the workspace
-// directory, so a symbolic link planted in the tree cannot lead outside it.
+// directory (behind the small interface of package internal/vfs, so that
+// tests can substitute a crash-simulating or fault-injecting file system),
+// so a symbolic link planted in the tree cannot lead outside it.
 // Keys are checked to be 64 lowercase hex digits before any file-system call,
-// and a body name that is a symbolic link is refused even when it points
-// inside the root. SQLite opens records.db by path; Open creates that file
-// through the root first and refuses it unless it is a regular file.
+// and a body name that is a symbolic link is never followed, even when it
+// points inside the root (see Layout). SQLite opens records.db by path; Open
+// creates that file through the root first and refuses it unless it is a
+// regular file.
 //
 // # Concurrency
 //
@@ -65,6 +79,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hybridctx/hybridctx/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
@@ -83,7 +98,8 @@ const (
 	bodyMode fs.FileMode = 0o400
 )
 
-// tempGrace is how old a temporary body must be before Open sweeps it.
+// tempGrace is how old a temporary body must be before Open sweeps it on a
+// file system that cannot tell, through its lock, whether its writer lives.
 const tempGrace = time.Hour
 
 // defaultBusyTimeout is the SQLite busy timeout when Options leaves it zero.
@@ -93,15 +109,24 @@ const defaultBusyTimeout = 10 * time.Second
 type Options struct {
 	// BusyTimeout for SQLite; zero means 10s.
 	BusyTimeout time.Duration
+	// Clock gives the commit time stamped on bodies; nil means time.Now.
+	Clock func() time.Time
+	// FS, when non-nil, replaces the directory for everything but the
+	// SQLite database, which stays in dir (which must then exist). It
+	// is for this module's tests (crash and fault simulation); leave it
+	// nil otherwise.
+	FS vfs.FS
 }
 
 // Store is a directory workspace backend. It is safe for concurrent use by
 // many goroutines, and several processes may open the same directory.
 // Construct it with Open and release it with Close.
 type Store struct {
-	dir  string
-	root *os.Root
-	rec  *records
+	dir       string
+	fsys      vfs.FS
+	rec       *records
+	clock     func() time.Time
+	noDirSync bool // a test-only mutant: Commit skips the directory fsync
 
 	closeOnce sync.Once
 	closeErr  error
@@ -118,8 +143,8 @@ var (
 
 // Open opens (creating if needed) the workspace directory dir. nil opts =
 // defaults. It creates the layout described in the package documentation,
-// sweeps temporary bodies older than an hour and brings the records schema
-// up to date.
+// sweeps the temporary bodies of writers that are gone and brings the
+// records schema up to date.
 func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -141,14 +166,21 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: %w", err)
 	}
-	if err := mkdirDurable(abs); err != nil {
-		return nil, fmt.Errorf("dirstore: create workspace: %w", err)
+	if o.Clock == nil {
+		o.Clock = time.Now
 	}
-	root, err := os.OpenRoot(abs)
-	if err != nil {
-		return nil, fmt.Errorf("dirstore: open workspace: %w", err)
+	fsys := o.FS
+	if fsys == nil {
+		if err := mkdirDurable(abs); err != nil {
+			return nil, fmt.Errorf("dirstore: create workspace: %w", err)
+		}
+		root, err := os.OpenRoot(abs)
+		if err != nil {
+			return nil, fmt.Errorf("dirstore: open workspace: %w", err)
+		}
+		fsys = vfs.OS(root)
 	}
-	s := &Store{dir: abs, root: root}
+	s := &Store{dir: abs, fsys: fsys, clock: o.Clock}
 	if err := s.init(ctx, o); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -157,6 +189,20 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 }
 
 func (s *Store) init(ctx context.Context, o Options) error {
+	if err := s.initFiles(ctx); err != nil {
+		return err
+	}
+	rec, err := openRecords(ctx, filepath.Join(s.dir, dbName), o.BusyTimeout)
+	if err != nil {
+		return err
+	}
+	s.rec = rec
+	return nil
+}
+
+// initFiles creates the layout, sweeps leftovers and makes new entries of
+// the root durable.
+func (s *Store) initFiles(ctx context.Context) error {
 	created := false
 	for _, d := range []string{bodyDir, lockDir} {
 		c, err := s.ensureDir(d)
@@ -165,7 +211,7 @@ func (s *Store) init(ctx context.Context, o Options) error {
 		}
 		created = created || c
 	}
-	if err := s.sweepTemps(ctx, time.Now().Add(-tempGrace)); err != nil {
+	if err := s.sweepTemps(ctx); err != nil {
 		return err
 	}
 	c, err := s.createDBFile()
@@ -179,11 +225,6 @@ func (s *Store) init(ctx context.Context, o Options) error {
 			return fmt.Errorf("dirstore: sync workspace: %w", err)
 		}
 	}
-	rec, err := openRecords(ctx, filepath.Join(s.dir, dbName), o.BusyTimeout)
-	if err != nil {
-		return err
-	}
-	s.rec = rec
 	return nil
 }
 
@@ -191,19 +232,20 @@ func (s *Store) init(ctx context.Context, o Options) error {
 // exists, and refuses it unless it is a real directory. It reports whether
 // it created it.
 func (s *Store) ensureDir(name string) (created bool, err error) {
-	err = s.root.Mkdir(name, dirMode)
+	err = s.fsys.Mkdir(name, dirMode)
 	switch {
 	case err == nil:
 		created = true
 		// Mkdir's mode is cut by the umask; a restrictive umask must not
-		// leave a directory the Store cannot use.
-		if err := s.root.Chmod(name, dirMode); err != nil {
+		// leave a directory the Store cannot use. The mode is never wider
+		// than 0700, so there is no moment at which it is exposed.
+		if err := s.fsys.Chmod(name, dirMode); err != nil {
 			return created, fmt.Errorf("dirstore: %w", err)
 		}
 	case !errors.Is(err, fs.ErrExist):
 		return false, fmt.Errorf("dirstore: create %s: %w", name, err)
 	}
-	fi, err := s.root.Lstat(name)
+	fi, err := s.fsys.Lstat(name)
 	if err != nil {
 		return created, fmt.Errorf("dirstore: %w", err)
 	}
@@ -217,7 +259,7 @@ func (s *Store) ensureDir(name string) (created bool, err error) {
 // SQLite opens it by path, so that it (and the -wal and -shm files SQLite
 // derives from its mode) is private from the start.
 func (s *Store) createDBFile() (created bool, err error) {
-	f, err := s.root.OpenFile(dbName, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
+	f, err := s.fsys.OpenFile(dbName, os.O_RDWR|os.O_CREATE|os.O_EXCL, fileMode)
 	switch {
 	case err == nil:
 		created = true
@@ -229,7 +271,7 @@ func (s *Store) createDBFile() (created bool, err error) {
 		return false, fmt.Errorf("dirstore: create %s: %w", dbName, err)
 	}
 	for _, name := range []string{dbName, dbName + "-wal", dbName + "-shm"} {
-		fi, err := s.root.Lstat(name)
+		fi, err := s.fsys.Lstat(name)
 		if errors.Is(err, fs.ErrNotExist) && name != dbName {
 			continue
 		}
@@ -271,7 +313,7 @@ func (s *Store) Close() error {
 		if s.rec != nil {
 			errs = append(errs, s.rec.close())
 		}
-		errs = append(errs, s.root.Close())
+		errs = append(errs, s.fsys.Close())
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
@@ -298,7 +340,7 @@ func bodyPath(key string) string { return bodyDir + "/" + key }
 // syncDir fsyncs the directory name under the root, so that links, renames
 // and removals in it are durable.
 func (s *Store) syncDir(name string) error {
-	d, err := s.root.Open(name)
+	d, err := s.fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/hybridctx/hybridctx/internal/vfs"
 )
 
 // Lock polling: a first short pause, doubled up to a ceiling, so that a
@@ -22,6 +23,10 @@ const (
 // sharing the workspace: a flock(2) on locks/<key>. It waits until the lock
 // is free or ctx is done. The returned unlock releases it; calling it again
 // is a no-op.
+//
+// The lock file exists only while the lock is held: unlock removes its name
+// before releasing it, and a waiter that then gets the lock of the removed
+// file notices that the name no longer leads to it and starts again.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -29,30 +34,7 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err 
 	if err := checkKey(key); err != nil {
 		return nil, err
 	}
-	f, err := s.root.OpenFile(lockDir+"/"+key, os.O_RDWR|os.O_CREATE, fileMode)
-	if err != nil {
-		return nil, fmt.Errorf("dirstore: open lock: %w", err)
-	}
-	if err := flockWait(ctx, f); err != nil {
-		_ = f.Close()
-		return nil, err
-	}
-	var once sync.Once
-	var uerr error
-	return func() error {
-		once.Do(func() {
-			uerr = errors.Join(flock(f, syscall.LOCK_UN), f.Close())
-			if uerr != nil {
-				uerr = fmt.Errorf("dirstore: unlock: %w", uerr)
-			}
-		})
-		return uerr
-	}, nil
-}
-
-// flockWait polls a non-blocking exclusive flock until it is granted or ctx
-// is done.
-func flockWait(ctx context.Context, f *os.File) error {
+	name := lockDir + "/" + key
 	pause := lockPollMin
 	var timer *time.Timer
 	defer func() {
@@ -61,46 +43,62 @@ func flockWait(ctx context.Context, f *os.File) error {
 		}
 	}()
 	for {
-		err := flock(f, syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return nil
+		f, err := s.fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, fileMode)
+		if err != nil {
+			return nil, fmt.Errorf("dirstore: open lock: %w", err)
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
-			return fmt.Errorf("dirstore: lock: %w", err)
+		for {
+			err = f.TryLock()
+			if !vfs.IsLocked(err) {
+				break
+			}
+			if timer == nil {
+				timer = time.NewTimer(pause)
+			} else {
+				timer.Reset(pause)
+			}
+			select {
+			case <-ctx.Done():
+				_ = f.Close()
+				return nil, ctx.Err()
+			case <-timer.C:
+			}
+			pause = min(2*pause, lockPollMax)
 		}
-		if timer == nil {
-			timer = time.NewTimer(pause)
-		} else {
-			timer.Reset(pause)
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("dirstore: lock: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-timer.C:
+		same, err := s.names(f, name)
+		if err != nil {
+			_ = f.Close()
+			return nil, fmt.Errorf("dirstore: lock: %w", err)
 		}
-		pause = min(2*pause, lockPollMax)
+		if same {
+			return s.unlocker(f, name), nil
+		}
+		_ = f.Close() // a released lock whose name was removed: again
 	}
 }
 
-// flock applies how to f's descriptor, retrying on EINTR.
-func flock(f *os.File, how int) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var ferr error
-	cerr := rc.Control(func(fd uintptr) {
-		for {
-			ferr = syscall.Flock(int(fd), how)
-			if ferr != syscall.EINTR {
-				return
+// unlocker returns the function that removes the lock file's name and
+// releases the lock, once.
+func (s *Store) unlocker(f vfs.File, name string) func() error {
+	var once sync.Once
+	var uerr error
+	return func() error {
+		once.Do(func() {
+			rerr := s.fsys.Remove(name)
+			if errors.Is(rerr, fs.ErrNotExist) {
+				rerr = nil
 			}
-		}
-	})
-	if cerr != nil {
-		return cerr
+			uerr = errors.Join(rerr, f.Unlock(), f.Close())
+			if uerr != nil {
+				uerr = fmt.Errorf("dirstore: unlock: %w", uerr)
+			}
+		})
+		return uerr
 	}
-	return ferr
 }
 
 // UnsafePermissions lists the root-relative paths ("." for the root) of
@@ -112,31 +110,47 @@ func (s *Store) UnsafePermissions(ctx context.Context) ([]string, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	var out []string
-	err := fs.WalkDir(s.root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && name != "." {
-				return nil // removed during the walk
-			}
-			return err
-		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		fi, err := d.Info()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if fi.Mode().Perm()&0o077 != 0 || fi.Mode()&fs.ModeSymlink != 0 {
-			out = append(out, name)
-		}
-		return nil
-	})
+	fi, err := s.fsys.Lstat(".")
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: check permissions: %w", err)
 	}
+	var out []string
+	if err := s.walk(ctx, ".", fi, &out); err != nil {
+		return nil, fmt.Errorf("dirstore: check permissions: %w", err)
+	}
 	return out, nil
+}
+
+// walk appends name to out if fi is unsafe, and descends into directories
+// (never through a symbolic link).
+func (s *Store) walk(ctx context.Context, name string, fi fs.FileInfo, out *[]string) error {
+	if fi.Mode().Perm()&0o077 != 0 || fi.Mode()&fs.ModeSymlink != 0 {
+		*out = append(*out, name)
+	}
+	if !fi.IsDir() {
+		return nil
+	}
+	for e, err := range s.dirEntries(ctx, name) {
+		if errors.Is(err, fs.ErrNotExist) && name != "." {
+			return nil // removed during the walk
+		}
+		if err != nil {
+			return err
+		}
+		child := e.Name()
+		if name != "." {
+			child = name + "/" + child
+		}
+		ci, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.walk(ctx, child, ci, out); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -107,6 +107,11 @@ func TestHelperProcess(t *testing.T) {
 		default:
 			t.Fatal(err)
 		}
+	case "soak":
+		soakHelper(t, s, index)
+	case "gcreuse":
+		barrier(t, scratch, index)
+		gcReuseHelper(t, s, index)
 	default:
 		t.Fatalf("unknown helper role %q", role)
 	}

@@ -187,7 +187,8 @@ var errNoRecord = fmt.Errorf("dirstore: record: %w", fs.ErrNotExist)
 
 // CreateRecord stores rec unless (rec.Owner, rec.Ref) already has a record,
 // and reports whether this call created it. The INSERT is atomic, so exactly
-// one of any number of concurrent callers, in any process, wins.
+// one of any number of concurrent callers, in any process, wins. A record
+// that could not be read back as it is (see ErrBadRecord) is refused.
 func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -195,12 +196,13 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	if err := checkRef(rec.Ref); err != nil {
 		return false, err
 	}
+	r, err := encodeRecord(rec)
+	if err != nil {
+		return false, err
+	}
 	res, err := s.rec.db.ExecContext(ctx,
 		`INSERT INTO records (`+recordCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`,
-		rec.Owner.User, rec.Owner.Workflow, rec.Owner.Session, rec.Ref.Hex(),
-		rec.Size, rec.Kind, rec.Tool, rec.CallID, rec.Description,
-		nanos(rec.CreatedAt), nanos(rec.LastUsedAt))
+		ON CONFLICT DO NOTHING`, r.args()...)
 	if err != nil {
 		return false, fmt.Errorf("dirstore: create record: %w", err)
 	}
@@ -322,22 +324,45 @@ func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artif
 
 // scanRecord reads one row of recordCols.
 func scanRecord(sc interface{ Scan(...any) error }) (artifact.Record, error) {
-	var (
-		rec              artifact.Record
-		digest           string
-		created, lastUse int64
-	)
-	err := sc.Scan(&rec.Owner.User, &rec.Owner.Workflow, &rec.Owner.Session, &digest,
-		&rec.Size, &rec.Kind, &rec.Tool, &rec.CallID, &rec.Description, &created, &lastUse)
-	if err != nil {
+	var r row
+	if err := sc.Scan(r.dest()...); err != nil {
 		return artifact.Record{}, err
 	}
-	ref, err := artifact.ParseDigest(digest)
-	if err != nil {
-		return artifact.Record{}, fmt.Errorf("stored digest: %w", err)
+	return decodeRecord(r)
+}
+
+// expireBatch is how many records one ExpireRecords statement deletes, so
+// that no write transaction holds the database for long.
+const expireBatch = 512
+
+// ExpireRecords deletes every record last used before cutoff, in batches,
+// and returns how many it deleted. Each record is deleted by a statement
+// that re-checks its last-used time, so a record touched concurrently is
+// kept. It implements the workspace's optional record-expiry capability.
+func (s *Store) ExpireRecords(ctx context.Context, cutoff time.Time) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
 	}
-	rec.Ref = ref
-	rec.CreatedAt = fromNanos(created)
-	rec.LastUsedAt = fromNanos(lastUse)
-	return rec, nil
+	c := nanos(cutoff)
+	var total int64
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		res, err := s.rec.db.ExecContext(ctx,
+			`DELETE FROM records WHERE last_used_at < ?1 AND (user, workflow, session, digest) IN
+			(SELECT user, workflow, session, digest FROM records WHERE last_used_at < ?1 LIMIT ?2)`,
+			c, expireBatch)
+		if err != nil {
+			return total, fmt.Errorf("dirstore: expire records: %w", err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, fmt.Errorf("dirstore: expire records: %w", err)
+		}
+		total += n
+		if n == 0 {
+			return total, nil
+		}
+	}
 }

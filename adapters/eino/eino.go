@@ -1,0 +1,196 @@
+// Package eino adapts hybridctx to CloudWeGo Eino (github.com/cloudwego/eino):
+// a compose.ToolMiddleware that sends every tool result through an
+// Offloader, the explicit read tool read_artifact as an Eino tool, and an
+// adk.AgentMiddleware that installs both on a ChatModelAgent.
+//
+// It lives in its own module so that the hybridctx core does not depend on
+// Eino. Tool errors pass through unchanged (Eino treats them as failures of
+// the tools node); the read tool answers every categorical outcome (over
+// budget, unauthorized, stale, ...) and malformed arguments with a result
+// text the model can act on, never with an error. Enhanced (multimodal)
+// tools are not wrapped.
+package eino
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+
+	"github.com/cloudwego/eino/adk"
+	"github.com/cloudwego/eino/components/tool"
+	"github.com/cloudwego/eino/compose"
+	"github.com/cloudwego/eino/schema"
+	"github.com/eino-contrib/jsonschema"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent"
+)
+
+// Options tune the adapter. The zero value means defaults.
+type Options struct {
+	// OnDecision, when set, receives every offload decision with the tool
+	// call it decided, for the host (the model sees only the decision's
+	// Text). It runs on the tool-call goroutine.
+	OnDecision func(ctx context.Context, in *compose.ToolInput, out *hybridctx.Offload)
+}
+
+// ErrNilOffloader is returned for a nil Offloader.
+var ErrNilOffloader = errors.New("eino adapter: nil offloader")
+
+// segmentSlot carries a verified segment from the read tool to the
+// middleware that called it, through the call's context.
+type segmentSlot struct{ seg *hybridctx.Segment }
+
+type slotKey struct{}
+
+// ToolMiddleware returns the middleware deciding every tool result with
+// off. Invokable results are decided as they are; a result the read tool
+// produced from a verified segment is inlined whatever its size
+// (recovered_segment_bypass). Streamed results are read through
+// Offloader.OffloadReader in bounded memory and replaced by a one-chunk
+// stream of what the model must see.
+func ToolMiddleware(off *hybridctx.Offloader, opts *Options) (compose.ToolMiddleware, error) {
+	if off == nil {
+		return compose.ToolMiddleware{}, ErrNilOffloader
+	}
+	var hook func(context.Context, *compose.ToolInput, *hybridctx.Offload)
+	if opts != nil {
+		hook = opts.OnDecision
+	}
+	decided := func(ctx context.Context, in *compose.ToolInput, out *hybridctx.Offload) {
+		if hook != nil {
+			hook(ctx, in, out)
+		}
+	}
+	return compose.ToolMiddleware{
+		Invokable: func(next compose.InvokableToolEndpoint) compose.InvokableToolEndpoint {
+			return func(ctx context.Context, in *compose.ToolInput) (*compose.ToolOutput, error) {
+				slot := &segmentSlot{}
+				res, err := next(context.WithValue(ctx, slotKey{}, slot), in)
+				if err != nil {
+					return nil, err
+				}
+				var result any = res.Result
+				if slot.seg != nil && string(slot.seg.Bytes()) == res.Result {
+					result = slot.seg
+				}
+				out, err := off.Offload(ctx, hybridctx.Call{Tool: in.Name, ID: in.CallID}, result)
+				if err != nil {
+					return nil, err
+				}
+				decided(ctx, in, out)
+				return &compose.ToolOutput{Result: out.Text()}, nil
+			}
+		},
+		Streamable: func(next compose.StreamableToolEndpoint) compose.StreamableToolEndpoint {
+			return func(ctx context.Context, in *compose.ToolInput) (*compose.StreamToolOutput, error) {
+				res, err := next(ctx, in)
+				if err != nil {
+					return nil, err
+				}
+				defer res.Result.Close()
+				out, err := off.OffloadReader(ctx, hybridctx.Call{Tool: in.Name, ID: in.CallID}, &streamReader{sr: res.Result})
+				if err != nil {
+					return nil, err
+				}
+				decided(ctx, in, out)
+				return &compose.StreamToolOutput{Result: schema.StreamReaderFromArray([]string{out.Text()})}, nil
+			}
+		},
+	}, nil
+}
+
+// streamReader reads a string stream as bytes.
+type streamReader struct {
+	sr  *schema.StreamReader[string]
+	buf string
+}
+
+func (r *streamReader) Read(p []byte) (int, error) {
+	for r.buf == "" {
+		s, err := r.sr.Recv()
+		if err != nil {
+			return 0, err // io.EOF at the end
+		}
+		r.buf = s
+	}
+	n := copy(p, r.buf)
+	r.buf = r.buf[n:]
+	return n, nil
+}
+
+var _ io.Reader = (*streamReader)(nil)
+
+// ReadTool is the Eino form of agent.ReadTool.
+type ReadTool struct {
+	rt   *agent.ReadTool
+	info *schema.ToolInfo
+}
+
+var _ tool.InvokableTool = (*ReadTool)(nil)
+
+// ErrNilReadTool is returned for a nil read tool.
+var ErrNilReadTool = errors.New("eino adapter: nil read tool")
+
+// NewReadTool returns rt as an Eino invokable tool.
+func NewReadTool(rt *agent.ReadTool) (*ReadTool, error) {
+	if rt == nil {
+		return nil, ErrNilReadTool
+	}
+	spec := rt.Spec()
+	var js jsonschema.Schema
+	if err := json.Unmarshal(spec.Parameters, &js); err != nil {
+		return nil, err
+	}
+	return &ReadTool{rt: rt, info: &schema.ToolInfo{Name: spec.Name, Desc: spec.Description,
+		ParamsOneOf: schema.NewParamsOneOfByJSONSchema(&js)}}, nil
+}
+
+// Info implements tool.BaseTool.
+func (t *ReadTool) Info(context.Context) (*schema.ToolInfo, error) { return t.info, nil }
+
+// InvokableRun implements tool.InvokableTool: a resolved read returns the
+// verified bytes (and hands the segment to the ToolMiddleware that called
+// it, so it is never re-offloaded); every other outcome, and malformed
+// arguments, return the categorical text for the model. The error is
+// non-nil only for a cancelled context or a storage failure.
+func (t *ReadTool) InvokableRun(ctx context.Context, args string, _ ...tool.Option) (string, error) {
+	v, err := t.rt.Call(ctx, json.RawMessage(args))
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		return "", ctx.Err()
+	case errors.Is(err, agent.ErrReadRefused), errors.Is(err, agent.ErrInvalidArguments):
+		return err.Error(), nil
+	default:
+		return "", err
+	}
+	seg := v.(*hybridctx.Segment)
+	if slot, ok := ctx.Value(slotKey{}).(*segmentSlot); ok {
+		slot.seg = seg
+	}
+	return string(seg.Bytes()), nil
+}
+
+// AgentMiddleware returns the middleware for an adk.ChatModelAgent: its
+// WrapToolCall is ToolMiddleware(off), its AdditionalTools the read tool,
+// and its AdditionalInstruction one sentence telling the model how stored
+// results come back.
+func AgentMiddleware(off *hybridctx.Offloader, rt *agent.ReadTool, opts *Options) (adk.AgentMiddleware, error) {
+	mw, err := ToolMiddleware(off, opts)
+	if err != nil {
+		return adk.AgentMiddleware{}, err
+	}
+	read, err := NewReadTool(rt)
+	if err != nil {
+		return adk.AgentMiddleware{}, err
+	}
+	return adk.AgentMiddleware{
+		AdditionalInstruction: "Large tool results are stored outside the conversation and replaced by a notice " +
+			"whose first line is an artifact:// reference; call " + rt.Name() +
+			" with that reference and a byte range to read them.",
+		AdditionalTools: []tool.BaseTool{read},
+		WrapToolCall:    mw,
+	}, nil
+}

@@ -1,0 +1,126 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent"
+)
+
+// TestSubAgentEvents runs a root agent that delegates twice; each sub-agent
+// offloads a large result, reads part of it back, and answers with a result
+// large enough that the root's middleware offloads it too. Events must carry
+// the true agent, parent and depth, on one gap-free sequence.
+func TestSubAgentEvents(t *testing.T) {
+	e := newEnv(t, 256, 4096)
+	ctx, rec := reporting("root")
+	var children []*agent.ScriptedModel
+	delegate, err := agent.DelegateTool(agent.DelegateOptions{
+		AgentID: "researcher",
+		New: func(_ context.Context, task string) (*agent.Loop, *agent.History, error) {
+			m := agent.NewScriptedModel(
+				agent.CallTool("fetch", fetchArgs(3000, uint64(len(children)))),
+				agent.ReadLatest("read_artifact", 0, 100, 0),
+				agent.Say(strings.Repeat(task+" ", 100)),
+			)
+			children = append(children, m)
+			h, err := agent.NewHistory(256, agent.Message{Role: agent.RoleUser, Content: task})
+			return newLoop(t, e, m, fetchTool()), h, err
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := agent.NewScriptedModel(
+		agent.CallTool("delegate", `{"task":"summarize the test report"}`),
+		agent.CallTool("fetch", fetchArgs(10, 1)),
+		agent.CallTool("delegate", `{"task":"check the linker"}`),
+		agent.CallTool("delegate", `{}`),
+		agent.Say("done"),
+	)
+	h := newHistory(t, 256)
+	if _, err := newLoop(t, e, root, delegate, fetchTool()).Run(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Verify(); err != nil {
+		t.Fatal(err)
+	}
+	if last := h.At(h.Len() - 2); !last.IsError || last.Content != "tool error: "+agent.ErrNoTask.Error() {
+		t.Fatalf("task-less delegate: %q", last.Content)
+	}
+	type want struct {
+		agent, parent string
+		depth         int
+		outcome       hybridctx.Outcome
+	}
+	wants := []want{
+		{"researcher-1", "root", 1, hybridctx.Offloaded},
+		{"researcher-1", "root", 1, hybridctx.Resolved},
+		{"researcher-1", "root", 1, hybridctx.Inline},
+		{"root", "", 0, hybridctx.Offloaded}, // the sub-agent's 1,800-byte answer
+		{"root", "", 0, hybridctx.Inline},
+		{"researcher-2", "root", 1, hybridctx.Offloaded},
+		{"researcher-2", "root", 1, hybridctx.Resolved},
+		{"researcher-2", "root", 1, hybridctx.Inline},
+		{"root", "", 0, hybridctx.Offloaded},
+	}
+	events := rec.all()
+	if len(events) != len(wants) {
+		for _, ev := range events {
+			t.Log(ev)
+		}
+		t.Fatalf("%d events, want %d", len(events), len(wants))
+	}
+	for i, ev := range events {
+		w := wants[i]
+		parent := ""
+		if ev.ParentAgentID != nil {
+			parent = *ev.ParentAgentID
+		}
+		if ev.Sequence != uint64(i+1) || ev.RunID != "run-1" || ev.AgentID != w.agent || parent != w.parent ||
+			ev.Depth != w.depth || ev.Diagnostics.Outcome() != w.outcome {
+			t.Errorf("event %d: #%d %s parent %q depth %d %v; want %+v", i, ev.Sequence, ev.AgentID, parent, ev.Depth, ev.Diagnostics.Outcome(), w)
+		}
+	}
+	if events[3].ParentAgentID != nil {
+		t.Fatal("the root has a parent")
+	}
+	for _, m := range children {
+		if m.Remaining() != 0 {
+			t.Fatal("a sub-agent did not finish its script")
+		}
+	}
+}
+
+func TestDelegateErrors(t *testing.T) {
+	if _, err := agent.DelegateTool(agent.DelegateOptions{}); !errors.Is(err, agent.ErrInvalidConfig) {
+		t.Fatal(err)
+	}
+	e := newEnv(t, 256, 0)
+	boom := errors.New("no capacity")
+	failing, _ := agent.DelegateTool(agent.DelegateOptions{New: func(context.Context, string) (*agent.Loop, *agent.History, error) {
+		return nil, nil, boom
+	}})
+	if _, err := failing.Func(context.Background(), []byte(`{"task":"x"}`)); !errors.Is(err, boom) {
+		t.Fatalf("builder error: %v", err)
+	}
+	stuck, _ := agent.DelegateTool(agent.DelegateOptions{New: func(context.Context, string) (*agent.Loop, *agent.History, error) {
+		h, _ := agent.NewHistory(256)
+		return newLoop(t, e, agent.NewScriptedModel()), h, nil
+	}})
+	if stuck.Spec.Name != "delegate" {
+		t.Fatalf("default name %q", stuck.Spec.Name)
+	}
+	if _, err := stuck.Func(context.Background(), []byte(`{"task":"x"}`)); !errors.Is(err, agent.ErrScriptEnded) {
+		t.Fatalf("sub-agent error: %v", err)
+	}
+	// Without a reporter, RunChild is Run.
+	h, _ := agent.NewHistory(256)
+	res, err := agent.RunChild(context.Background(), "x", newLoop(t, e, agent.NewScriptedModel(agent.Say("hi"))), h)
+	if err != nil || res.Final != "hi" {
+		t.Fatalf("%v %v", res, err)
+	}
+}

@@ -1,0 +1,373 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/sink"
+)
+
+const demoLong = `Run a scripted agent conversation against the workspace and print what
+happened: no language model, no network. A root agent investigates a failed
+nightly build: it fetches a 1 MB build log (offloaded), reads its tail back
+through read_artifact, asks for the whole log (over budget: the model is told
+to page), looks up a small ticket (inline), delegates the test report to a
+sub-agent (which offloads a 30 KB report and reads part of it), fetches the
+log again (existing reference) and answers.
+
+Standard output gets the transcript, one line per message, then the run
+summary: history bytes with and without offload, decisions by outcome, bytes
+kept out of context and rehydrated. With --json it gets one object instead:
+  {"run_id", "final", "turns", "tool_calls", "history": {"bytes",
+   "without_offload"}, "summary": {...}}
+where summary is the run summary sink's shape (see package sink).
+
+The owner defaults to user "demo", workflow "demo" and a random session,
+unless --user, --workflow, --session or their variables set them.
+--threshold N is the inline threshold (default 4096); --budget N caps every
+read (default 65536). --events - streams progress events as JSON Lines on
+standard error (--events FILE appends them to FILE); otherwise, when
+standard error is a terminal, one live status line is drawn there and
+erased at the end.
+`
+
+type demoFlags struct {
+	threshold int64
+	budget    int64
+}
+
+func (a *app) demoCommand() *cobra.Command {
+	var o demoFlags
+	cmd := &cobra.Command{
+		Use:   "demo [--threshold N] [--budget N]",
+		Short: "Run a scripted agent conversation with a sub-agent and print the run summary",
+		Long:  withExitCodes(demoLong),
+		Args:  cobra.NoArgs,
+	}
+	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.demo(cmd, o) })
+	f := cmd.Flags()
+	f.Int64Var(&o.threshold, "threshold", 4096, "largest tool result, in bytes, that stays inline (> 0)")
+	f.Int64Var(&o.budget, "budget", agent.DefaultBudgetCap, "cap on every read_artifact call, in bytes (> 0)")
+	return cmd
+}
+
+// demoOwner resolves the owner, defaulting what is not given.
+func (a *app) demoOwner(cmd *cobra.Command) (artifact.Owner, error) {
+	o := artifact.Owner{
+		User:     a.setting(cmd, "user", a.user, EnvUser),
+		Workflow: a.setting(cmd, "workflow", a.workflow, EnvWorkflow),
+		Session:  a.setting(cmd, "session", a.session, EnvSession),
+	}
+	if strings.TrimSpace(o.User) == "" {
+		o.User = "demo"
+	}
+	if strings.TrimSpace(o.Workflow) == "" {
+		o.Workflow = "demo"
+	}
+	if strings.TrimSpace(o.Session) == "" {
+		o.Session = randomID()
+	}
+	if err := o.Validate(); err != nil {
+		return o, usagef("%v", err)
+	}
+	return o, nil
+}
+
+// demoJSON is the --json shape of demo.
+type demoJSON struct {
+	RunID     string             `json:"run_id"`
+	Final     string             `json:"final"`
+	Turns     int                `json:"turns"`
+	ToolCalls int                `json:"tool_calls"`
+	History   agent.Size         `json:"history"`
+	Summary   sink.SummaryReport `json:"summary"`
+}
+
+func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
+	if o.threshold <= 0 || o.budget <= 0 {
+		return usagef("--threshold and --budget must be > 0")
+	}
+	if o.threshold > maxThreshold {
+		return usagef("--threshold must be at most %d bytes (64 MiB)", int64(maxThreshold))
+	}
+	owner, err := a.demoOwner(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, store, release, err := a.hostSession(cmd, true)
+	if err != nil {
+		return err
+	}
+	defer release()
+
+	// One reporter tree for the run: the summary, the --events stream (the
+	// reporter hostSession built, if any) and the status line.
+	summary := sink.NewSummary()
+	sinks := []hybridctx.Sink{summary}
+	runID := a.runID
+	if runID == "" {
+		runID = randomID()
+	}
+	if events := hybridctx.ReporterFrom(ctx); events != nil {
+		runID = events.RunID()
+		sinks = append(sinks, hybridctx.SinkFunc(func(ctx context.Context, e *hybridctx.Event) error {
+			events.Report(ctx, e)
+			return nil
+		}))
+	}
+	toStderr := cmd.Flags().Changed("events") && a.events == "-"
+	if f, ok := a.env.Stderr.(*os.File); ok && !toStderr && term.IsTerminal(int(f.Fd())) {
+		st := &statusLine{w: f, summary: summary}
+		sinks = append(sinks, st)
+		defer st.clear()
+	}
+	ctx = hybridctx.WithReporter(ctx, hybridctx.NewReporter(hybridctx.ReporterOptions{RunID: runID, AgentID: AgentID, Sinks: sinks}))
+
+	binding, err := hybridctx.NewBinding(owner, store)
+	if err != nil {
+		return usagef("%v", err)
+	}
+	run, err := newDemoRun(binding, o)
+	if err != nil {
+		return internal("demo", err)
+	}
+	res, err := run.play(ctx)
+	if err != nil {
+		return internal("demo", err)
+	}
+	size := run.size()
+	if a.json {
+		return a.writeJSON(demoJSON{RunID: runID, Final: res.Final, Turns: run.turns, ToolCalls: run.calls,
+			History: size, Summary: summary.Report()})
+	}
+	var b strings.Builder
+	run.transcript(&b)
+	writeDemoSummary(&b, runID, run, size, summary.Report(), o.threshold)
+	return a.write([]byte(b.String()))
+}
+
+// demoRun is one play of the scenario: the root loop and every history.
+type demoRun struct {
+	root     *agent.Loop
+	rootHist *agent.History
+	mu       sync.Mutex
+	subs     []*agent.History
+	turns    int
+	calls    int
+}
+
+func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
+	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold}, nil)
+	if err != nil {
+		return nil, err
+	}
+	reh, err := hybridctx.NewRehydrator(binding, nil)
+	if err != nil {
+		return nil, err
+	}
+	mw, err := agent.NewMiddleware(off)
+	if err != nil {
+		return nil, err
+	}
+	read, err := agent.NewReadTool(reh, &agent.ReadToolOptions{BudgetCap: o.budget})
+	if err != nil {
+		return nil, err
+	}
+	r := &demoRun{}
+	delegate, err := agent.DelegateTool(agent.DelegateOptions{
+		AgentID:     demoSubAgent,
+		Description: "Hand a task to a research sub-agent that can read the test report.",
+		New: func(_ context.Context, task string) (*agent.Loop, *agent.History, error) {
+			loop, err := agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoSubScript(read.Name())...),
+				Middleware: mw, Tools: demoSubTools(), ReadTool: read})
+			if err != nil {
+				return nil, nil, err
+			}
+			h, err := agent.NewHistory(o.threshold, agent.Message{Role: agent.RoleUser, Content: task})
+			if err != nil {
+				return nil, nil, err
+			}
+			r.mu.Lock()
+			r.subs = append(r.subs, h)
+			r.mu.Unlock()
+			return loop, h, nil
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.root, err = agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoRootScript(read.Name())...),
+		Middleware: mw, Tools: append(demoTools(), delegate), ReadTool: read})
+	if err != nil {
+		return nil, err
+	}
+	r.rootHist, err = agent.NewHistory(o.threshold, agent.Message{Role: agent.RoleUser, Content: demoQuestion})
+	return r, err
+}
+
+// histories returns the root's history, then the sub-agents'.
+func (r *demoRun) histories() []*agent.History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]*agent.History{r.rootHist}, r.subs...)
+}
+
+// play runs the scenario and checks every history's invariant.
+func (r *demoRun) play(ctx context.Context) (*agent.Result, error) {
+	res, err := r.root.Run(ctx, r.rootHist)
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range r.histories() {
+		if err := h.Verify(); err != nil {
+			return nil, err
+		}
+		for _, m := range h.Messages() {
+			switch m.Role {
+			case agent.RoleAssistant:
+				r.turns++
+			case agent.RoleTool:
+				r.calls++
+			}
+		}
+	}
+	if len(r.subs) == 0 {
+		return nil, errors.New("the sub-agent did not run")
+	}
+	return res, nil
+}
+
+// size weighs every history of the run together.
+func (r *demoRun) size() agent.Size {
+	var s agent.Size
+	for _, h := range r.histories() {
+		hs := h.Size()
+		s.Bytes += hs.Bytes
+		s.WithoutOffload += hs.WithoutOffload
+	}
+	return s
+}
+
+// transcript writes one line per message: agent, role (with the decision
+// of a tool message) and a line of the content (see highlight, cut to 100
+// bytes), followed by the tool calls.
+func (r *demoRun) transcript(w io.Writer) {
+	for i, h := range r.histories() {
+		name := AgentID
+		if i > 0 {
+			name = fmt.Sprintf("%s-%d", demoSubAgent, i)
+		}
+		for _, m := range h.Messages() {
+			first, more := highlight(m.Content)
+			line := artifact.TruncateUTF8(first, 100)
+			if more || len(line) < len(first) {
+				line += " …"
+			}
+			for _, c := range m.ToolCalls {
+				line = strings.TrimSpace(line + " → " + c.Name + " " + string(c.Arguments))
+			}
+			tag := string(m.Role)
+			switch {
+			case m.Role == agent.RoleTool && m.Offload != nil && m.Offload.Reason() == hybridctx.RecoveredSegmentBypass:
+				tag += " [recovered]"
+			case m.Role == agent.RoleTool && m.Offload != nil:
+				tag += " [" + m.Offload.Outcome().String() + "]"
+			case m.IsError:
+				tag += " [error]"
+			}
+			fmt.Fprintf(w, "%-12s %-25s %s\n", name, tag, line)
+		}
+	}
+	fmt.Fprintln(w)
+}
+
+// highlight returns the line of content the transcript shows: the first
+// one mentioning an error, else the first; more reports other lines.
+func highlight(content string) (line string, more bool) {
+	first, _, more := strings.Cut(content, "\n")
+	if !more {
+		return first, false
+	}
+	for l := range strings.Lines(content) {
+		if strings.Contains(strings.ToLower(l), "error") {
+			return strings.TrimSuffix(l, "\n"), true
+		}
+	}
+	return first, true
+}
+
+// writeDemoSummary writes the run summary lines.
+func writeDemoSummary(w io.Writer, runID string, r *demoRun, size agent.Size, rep sink.SummaryReport, threshold int64) {
+	pct := 0.0
+	if size.WithoutOffload > 0 {
+		pct = 100 * float64(size.Bytes) / float64(size.WithoutOffload)
+	}
+	fmt.Fprintf(w, "run %s: %d agents, %d model turns, %d tool calls\n", runID, rep.Agents, r.turns, r.calls)
+	fmt.Fprintf(w, "history      %s bytes with offload, %s without (%.1f%%)\n", thousands(size.Bytes), thousands(size.WithoutOffload), pct)
+	for _, op := range []hybridctx.Operation{hybridctx.OpOffload, hybridctx.OpRehydration} {
+		var parts []string
+		for o := hybridctx.Outcome(1); o.Operation() != 0; o++ {
+			if n := rep.Outcomes[o]; n > 0 && o.Operation() == op {
+				parts = append(parts, fmt.Sprintf("%s %d", o, n))
+			}
+		}
+		fmt.Fprintf(w, "%-12s %s\n", op, strings.Join(parts, ", "))
+	}
+	fmt.Fprintf(w, "bytes        %s kept out of context, %s rehydrated, largest inline result %s\n",
+		thousands(rep.BytesKeptOutOfContext), thousands(rep.BytesRehydrated), thousands(rep.LargestInlineBytes))
+	fmt.Fprintf(w, "invariant    ok: no tool message holds a body over the %s-byte threshold\n", thousands(threshold))
+}
+
+// thousands formats n with comma separators.
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+// statusLine is a sink drawing one live status line on a terminal.
+type statusLine struct {
+	mu      sync.Mutex
+	w       io.Writer
+	summary *sink.Summary
+	drawn   bool
+}
+
+// Emit implements hybridctx.Sink; it runs after the summary saw the event.
+func (s *statusLine) Emit(_ context.Context, e *hybridctx.Event) error {
+	rep := s.summary.Report()
+	line := fmt.Sprintf("hybridctx demo · %s · %d decisions · %s bytes kept out of context · %s rehydrated",
+		e.AgentID, rep.Events, thousands(rep.BytesKeptOutOfContext), thousands(rep.BytesRehydrated))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drawn = true
+	_, err := io.WriteString(s.w, "\r\x1b[K"+artifact.TruncateUTF8(line, 200))
+	return err
+}
+
+// clear erases the status line, if one was drawn.
+func (s *statusLine) clear() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.drawn {
+		_, _ = io.WriteString(s.w, "\r\x1b[K")
+	}
+}

@@ -1,0 +1,164 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/hybridctx/hybridctx/agent"
+)
+
+// The demo's scripted scenario: a root agent investigates a failed nightly
+// build with three tools, the read tool and a sub-agent. Tool results are
+// generated deterministically, so the same owner gets the same references
+// on every run.
+
+const (
+	demoBuildLines = 20000
+	demoSuites     = 400
+	demoSubAgent   = "researcher"
+	demoTask       = "Summarize the failing suites of the nightly test report."
+	demoQuestion   = "The nightly build failed. Find out why, and whether the tests are affected."
+	demoAnswer     = "The nightly build failed because the linker ran out of memory (ld was killed by signal 9 " +
+		"while linking the server binary); the 3 failing test suites are all link steps of the same target, " +
+		"so the tests themselves are not affected. Raising the build runner's memory limit fixes both."
+)
+
+// demoBuildLog returns a CI build log of n lines whose failure is near the
+// end.
+func demoBuildLog(n int) string {
+	var b strings.Builder
+	b.Grow(n * 64)
+	for i := 1; i <= n; i++ {
+		switch {
+		case i == n-3:
+			b.WriteString("[ld] error: linker command failed: ld killed by signal 9 (out of memory) while linking bin/server\n")
+		case i > n-3:
+			fmt.Fprintf(&b, "[ci] step %d/3 after failure: cleaning up\n", i-(n-3))
+		default:
+			fmt.Fprintf(&b, "[cc] compiling pkg/module%03d/file%05d.go ok (%d ms)\n", i%997, i, 3+i*7%91)
+		}
+	}
+	return b.String()
+}
+
+// demoSuite is one entry of the test report.
+type demoSuite struct {
+	Name     string `json:"name"`
+	Tests    int    `json:"tests"`
+	Failures int    `json:"failures"`
+	Millis   int    `json:"duration_ms"`
+	Failure  string `json:"failure,omitempty"`
+}
+
+// demoReport returns a JSON test report of n suites, three of them failing.
+func demoReport(n int) []demoSuite {
+	out := make([]demoSuite, n)
+	for i := range out {
+		s := demoSuite{Name: fmt.Sprintf("suite/%03d-%s", i, []string{"api", "store", "cli", "link"}[i%4]),
+			Tests: 20 + i*13%50, Millis: 100 + i*37%2000}
+		if i%100 == 3 && i < 300 {
+			s.Failures = 1
+			s.Failure = "link step failed: ld killed by signal 9"
+		}
+		out[i] = s
+	}
+	return out
+}
+
+func jsonArgs(v any) json.RawMessage {
+	b, _ := json.Marshal(v)
+	return b
+}
+
+var objectSchema = json.RawMessage(`{"type":"object"}`)
+
+// demoTools are the root agent's tools (besides read_artifact and delegate).
+func demoTools() []agent.Tool {
+	return []agent.Tool{
+		{
+			Spec: agent.ToolSpec{Name: "build_log", Description: "The nightly build's log.", Parameters: objectSchema},
+			Func: func(_ context.Context, args json.RawMessage) (any, error) {
+				var a struct {
+					Lines int `json:"lines"`
+				}
+				if err := json.Unmarshal(args, &a); err != nil || a.Lines <= 0 || a.Lines > 1e6 {
+					return nil, fmt.Errorf(`build_log: arguments must be {"lines": 1..1000000}`)
+				}
+				return demoBuildLog(a.Lines), nil
+			},
+		},
+		{
+			Spec: agent.ToolSpec{Name: "ticket", Description: "A ticket of the issue tracker.", Parameters: objectSchema},
+			Func: func(_ context.Context, args json.RawMessage) (any, error) {
+				var a struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(args, &a)
+				return map[string]any{"id": a.ID, "title": "Nightly build red since 02:00", "status": "open",
+					"labels": []string{"ci", "build"}}, nil
+			},
+		},
+	}
+}
+
+// demoSubTools are the sub-agent's tools.
+func demoSubTools() []agent.Tool {
+	return []agent.Tool{{
+		Spec: agent.ToolSpec{Name: "test_report", Description: "The nightly test report.", Parameters: objectSchema},
+		Func: func(_ context.Context, args json.RawMessage) (any, error) {
+			var a struct {
+				Suites int `json:"suites"`
+			}
+			if err := json.Unmarshal(args, &a); err != nil || a.Suites <= 0 || a.Suites > 1e5 {
+				return nil, fmt.Errorf(`test_report: arguments must be {"suites": 1..100000}`)
+			}
+			return demoReport(a.Suites), nil
+		},
+	}}
+}
+
+// readTail is a step reading the last n bytes of the newest stored result,
+// as a model would after reading the size on the notice's second line.
+func readTail(tool string, n int64) agent.Step {
+	return func(h []agent.Message) (agent.Reply, error) {
+		ref, ok := agent.LatestReference(h)
+		if !ok {
+			return agent.Reply{}, agent.ErrNoReference
+		}
+		size := int64(0)
+		for i := len(h) - 1; i >= 0; i-- {
+			if first, rest, _ := strings.Cut(h[i].Content, "\n"); first == ref.String() {
+				size, _ = strconv.ParseInt(strings.SplitN(rest, " ", 2)[0], 10, 64)
+				break
+			}
+		}
+		return agent.Reply{Content: "Reading the end of the log, where builds fail.",
+			ToolCalls: []agent.ToolCall{{Name: tool, Arguments: agent.ReadArguments(ref.String(), max(0, size-n), n, 0)}}}, nil
+	}
+}
+
+// demoRootScript is the root agent's script.
+func demoRootScript(read string) []agent.Step {
+	return []agent.Step{
+		agent.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
+		readTail(read, 1024),
+		agent.ReadLatest(read, 0, 0, 0), // the whole log: over budget, the model learns to page
+		agent.CallTool("ticket", jsonArgs(map[string]string{"id": "BUILD-1423"})),
+		agent.CallTool("delegate", jsonArgs(map[string]string{"task": demoTask})),
+		agent.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})), // again: existing reference
+		agent.Say(demoAnswer),
+	}
+}
+
+// demoSubScript is the sub-agent's script.
+func demoSubScript(read string) []agent.Step {
+	return []agent.Step{
+		agent.CallTool("test_report", jsonArgs(map[string]int{"suites": demoSuites})),
+		agent.ReadLatest(read, 0, 2048, 2048),
+		agent.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, " +
+			"each with \"link step failed: ld killed by signal 9\"; every other suite passed."),
+	}
+}

@@ -1,0 +1,419 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/artifact"
+)
+
+// MIME types of the payloads the bounder stores.
+const (
+	mimeText   = "text/plain"
+	mimeJSON   = "application/json"
+	mimeBinary = "application/octet-stream"
+)
+
+// bounder makes one offload decision per content block of a tools/call
+// result, plus one for its structuredContent, and replaces every block the
+// offloader stores by the bounded notice and a resource_link.
+type bounder struct {
+	off      *hybridctx.Offloader
+	reporter hybridctx.Reporter
+	// remember, when set, learns the MIME type of every stored payload so
+	// that reads can label binary bodies.
+	remember func(ref artifact.Ref, mime string)
+}
+
+// withReporter returns ctx carrying the bounder's reporter when ctx has none.
+func withReporter(ctx context.Context, r hybridctx.Reporter) context.Context {
+	if r != nil && hybridctx.ReporterFrom(ctx) == nil {
+		return hybridctx.WithReporter(ctx, r)
+	}
+	return ctx
+}
+
+// replace decides one payload (a string, []byte or json.RawMessage). It
+// returns nil when the payload stays inline, else the blocks that take its
+// place: the notice and a resource_link for a stored payload, the categorical
+// notice alone for failed and recovery_required; both carry ann (the
+// original block's annotations, so audience and priority survive). ref is
+// the stored reference (zero unless stored). The error is non-nil only when
+// no decision was made (a cancelled context).
+func (b *bounder) replace(ctx context.Context, call hybridctx.Call, payload any, mime string, ann *mcp.Annotations) ([]mcp.Content, artifact.Ref, error) {
+	out, err := b.off.Offload(ctx, call, payload)
+	if err != nil {
+		return nil, artifact.Ref{}, err
+	}
+	switch out.Outcome() {
+	case hybridctx.Inline:
+		return nil, artifact.Ref{}, nil
+	case hybridctx.Offloaded, hybridctx.ExistingReference:
+		size, _ := out.Diagnostics().ObservedBytes()
+		if b.remember != nil {
+			b.remember(out.Ref, mime)
+		}
+		return []mcp.Content{
+			&mcp.TextContent{Text: out.Notice, Annotations: ann},
+			&mcp.ResourceLink{URI: out.Ref.String(), Name: linkName(out.Ref), MIMEType: mime, Size: &size, Annotations: ann},
+		}, out.Ref, nil
+	}
+	// failed, recovery_required: the categorical notice says what happened;
+	// the payload is not shown (it would break the bound), and not lost
+	// silently.
+	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}, nil
+}
+
+// linkName is the resource_link name of a stored payload.
+func linkName(ref artifact.Ref) string { return "sha256-" + ref.Hex()[:16] }
+
+// threshold returns the offloader's inline threshold.
+func (b *bounder) threshold() int64 { return b.off.Policy().InlineThreshold }
+
+// Typed results (the middleware).
+
+// boundTyped bounds a result built in process by a Go MCP server. It never
+// modifies res; it returns res itself when nothing was stored or failed.
+func (b *bounder) boundTyped(ctx context.Context, call hybridctx.Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	ctx = withReporter(ctx, b.reporter)
+	var out []mcp.Content
+	changed := false
+	refs := map[artifact.Ref]bool{}
+	for i, c := range res.Content {
+		payload, mime, ann, err := b.typedPayload(c)
+		if err != nil {
+			return nil, err
+		}
+		repl, ref, err := b.replace(ctx, call, payload, mime, ann)
+		if err != nil {
+			return nil, err
+		}
+		if repl == nil {
+			if changed {
+				out = append(out, c)
+			}
+			continue
+		}
+		if !changed {
+			out = append(make([]mcp.Content, 0, len(res.Content)+1), res.Content[:i]...)
+			changed = true
+		}
+		out = append(out, repl...)
+		refs[ref] = true
+	}
+	r2 := *res
+	// extra decides structuredContent, or _meta when it alone is oversized.
+	extra := func(v any, onlyOver bool) (bool, error) {
+		raw, err := structuredJSON(v)
+		if err != nil || onlyOver && int64(len(raw)) <= b.threshold() {
+			return false, err
+		}
+		repl, ref, err := b.replace(ctx, call, raw, mimeJSON, nil)
+		if err != nil || repl == nil {
+			return false, err
+		}
+		if !changed {
+			out = append(make([]mcp.Content, 0, len(res.Content)+2), res.Content...)
+			changed = true
+		}
+		if ref.IsZero() || !refs[ref] {
+			out = append(out, repl...)
+			refs[ref] = true
+		}
+		return true, nil
+	}
+	if res.StructuredContent != nil {
+		removed, err := extra(res.StructuredContent, false)
+		if err != nil {
+			return nil, err
+		}
+		if removed {
+			r2.StructuredContent = nil
+		}
+	}
+	if len(res.Meta) > 0 {
+		removed, err := extra(res.Meta, true)
+		if err != nil {
+			return nil, err
+		}
+		if removed {
+			r2.Meta = nil
+		}
+	}
+	if !changed {
+		return res, nil
+	}
+	r2.Content = out
+	return &r2, nil
+}
+
+// typedPayload returns what is decided for one typed block: the text of a
+// text block, the decoded bytes of an image, audio or embedded resource, and
+// the JSON encoding of any other block, or of a block whose other fields
+// (_meta, annotations, MIME type) are themselves over the threshold.
+func (b *bounder) typedPayload(c mcp.Content) (payload any, mime string, ann *mcp.Annotations, err error) {
+	var bare mcp.Content // c without its payload, to measure the rest
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		if c.Meta == nil && c.Annotations == nil {
+			return c.Text, mimeText, nil, nil
+		}
+		payload, mime, ann, bare = c.Text, mimeText, c.Annotations, &mcp.TextContent{Meta: c.Meta, Annotations: c.Annotations}
+	case *mcp.ImageContent:
+		payload, mime, ann, bare = c.Data, cleanMIME(c.MIMEType, mimeBinary), c.Annotations, &mcp.ImageContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
+	case *mcp.AudioContent:
+		payload, mime, ann, bare = c.Data, cleanMIME(c.MIMEType, mimeBinary), c.Annotations, &mcp.AudioContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
+	case *mcp.EmbeddedResource:
+		if r := c.Resource; r != nil {
+			ann = c.Annotations
+			bare = &mcp.EmbeddedResource{Meta: c.Meta, Annotations: c.Annotations, Resource: &mcp.ResourceContents{URI: r.URI, MIMEType: r.MIMEType, Meta: r.Meta}}
+			if r.Blob != nil {
+				payload, mime = r.Blob, cleanMIME(r.MIMEType, mimeBinary)
+			} else {
+				payload, mime = r.Text, cleanMIME(r.MIMEType, mimeText)
+			}
+		}
+	}
+	if bare != nil {
+		rest, err := bare.MarshalJSON()
+		if err != nil {
+			return nil, "", nil, fmt.Errorf("mcpproxy: encoding a content block: %w", err)
+		}
+		if int64(len(rest)) <= b.threshold() {
+			return payload, mime, ann, nil
+		}
+	}
+	raw, err := c.MarshalJSON()
+	if err != nil {
+		return nil, "", nil, fmt.Errorf("mcpproxy: encoding a content block: %w", err)
+	}
+	return json.RawMessage(raw), mimeJSON, nil, nil
+}
+
+// structuredJSON returns the bytes of structuredContent (or _meta) as the
+// client would receive them.
+func structuredJSON(v any) (json.RawMessage, error) {
+	if raw, ok := v.(json.RawMessage); ok {
+		return raw, nil
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("mcpproxy: encoding a result: %w", err)
+	}
+	return raw, nil
+}
+
+// maxMIMELen bounds a MIME type copied from a block into a resource_link.
+const maxMIMELen = 127
+
+// cleanMIME returns m when it looks like a MIME type (short, printable
+// ASCII without quotes or backslashes), else d.
+func cleanMIME(m, d string) string {
+	if m == "" || len(m) > maxMIMELen {
+		return d
+	}
+	for i := 0; i < len(m); i++ {
+		if c := m[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
+			return d
+		}
+	}
+	return m
+}
+
+// Wire results (the proxy).
+
+// wireBlock is the part of a content block on the wire that the bounder
+// reads. Data and Blob are base64 on the wire and decoded here.
+type wireBlock struct {
+	Type        string           `json:"type"`
+	Text        *string          `json:"text"`
+	Data        []byte           `json:"data"`
+	MIMEType    string           `json:"mimeType"`
+	Annotations *mcp.Annotations `json:"annotations"`
+	Resource    *struct {
+		MIMEType string  `json:"mimeType"`
+		Text     *string `json:"text"`
+		Blob     []byte  `json:"blob"`
+	} `json:"resource"`
+}
+
+// wirePayload returns what is decided for one block on the wire, like
+// typedPayload: the payload, its MIME type, the block's annotations and the
+// key that holds the payload ("" when the payload is the whole block).
+func wirePayload(raw json.RawMessage) (payload any, mime string, ann *mcp.Annotations, key string) {
+	var w wireBlock
+	if err := json.Unmarshal(raw, &w); err == nil {
+		switch {
+		case w.Type == "text" && w.Text != nil:
+			return *w.Text, mimeText, w.Annotations, "text"
+		case (w.Type == "image" || w.Type == "audio") && w.Data != nil:
+			return w.Data, cleanMIME(w.MIMEType, mimeBinary), w.Annotations, "data"
+		case w.Type == "resource" && w.Resource != nil && w.Resource.Blob != nil:
+			return w.Resource.Blob, cleanMIME(w.Resource.MIMEType, mimeBinary), w.Annotations, "resource"
+		case w.Type == "resource" && w.Resource != nil && w.Resource.Text != nil:
+			return *w.Resource.Text, cleanMIME(w.Resource.MIMEType, mimeText), w.Annotations, "resource"
+		}
+	}
+	return raw, mimeJSON, nil, ""
+}
+
+// decideWire decides one block on the wire: on its payload, unless the rest
+// of the block is itself over the threshold, then on the whole block.
+func (b *bounder) decideWire(ctx context.Context, call hybridctx.Call, raw json.RawMessage) ([]mcp.Content, artifact.Ref, error) {
+	payload, mime, ann, key := wirePayload(raw)
+	if key != "" && int64(len(raw)) > b.threshold() && restSize(raw, key) > b.threshold() {
+		payload, mime, ann = raw, mimeJSON, nil
+	}
+	return b.replace(ctx, call, payload, mime, ann)
+}
+
+// restSize is the JSON size of a block without its payload key.
+func restSize(raw json.RawMessage, key string) int64 {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return int64(len(raw))
+	}
+	delete(fields, key)
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return int64(len(raw))
+	}
+	return int64(len(b))
+}
+
+// protocolKeys are the tools/call result keys the bounder decides itself or
+// must keep for the protocol; every other key (_meta, unknown ones) is
+// decided together, when together they are over the threshold.
+var protocolKeys = map[string]bool{"content": true, "structuredContent": true, "isError": true,
+	"resultType": true, "inputRequests": true, "requestState": true}
+
+// boundWire bounds a tools/call result as it came over the wire. Every key
+// it does not rewrite is kept byte for byte; when nothing was stored or
+// failed it returns result itself.
+func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result json.RawMessage) (json.RawMessage, error) {
+	ctx = withReporter(ctx, b.reporter)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(result, &fields); err != nil || fields == nil {
+		// Not an object: decide on the whole result so nothing unbounded
+		// passes.
+		return b.boundOpaque(ctx, call, result)
+	}
+	var blocks []json.RawMessage
+	if c, ok := fields["content"]; ok && !isNull(c) {
+		if err := json.Unmarshal(c, &blocks); err != nil {
+			return b.boundOpaque(ctx, call, result)
+		}
+	}
+	changed := false
+	refs := map[artifact.Ref]bool{}
+	out := make([]json.RawMessage, 0, len(blocks)+2)
+	add := func(repl []mcp.Content, ref artifact.Ref) error {
+		changed = true
+		if !ref.IsZero() && refs[ref] {
+			return nil
+		}
+		refs[ref] = true
+		var err error
+		out, err = appendEncoded(out, repl)
+		return err
+	}
+	for _, raw := range blocks {
+		repl, ref, err := b.decideWire(ctx, call, raw)
+		if err != nil {
+			return nil, err
+		}
+		if repl == nil {
+			out = append(out, raw)
+			continue
+		}
+		changed = true
+		refs[ref] = true
+		if out, err = appendEncoded(out, repl); err != nil {
+			return nil, err
+		}
+	}
+	if sc, ok := fields["structuredContent"]; ok && !isNull(sc) {
+		repl, ref, err := b.replace(ctx, call, sc, mimeJSON, nil)
+		if err != nil {
+			return nil, err
+		}
+		if repl != nil {
+			delete(fields, "structuredContent")
+			if err := add(repl, ref); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if rest, keys := extras(fields); int64(len(rest)) > b.threshold() {
+		repl, ref, err := b.replace(ctx, call, rest, mimeJSON, nil)
+		if err != nil {
+			return nil, err
+		}
+		if repl != nil {
+			for _, k := range keys {
+				delete(fields, k)
+			}
+			if err := add(repl, ref); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if !changed {
+		return result, nil
+	}
+	content, err := json.Marshal(out)
+	if err != nil {
+		return nil, err
+	}
+	fields["content"] = content
+	return json.Marshal(fields)
+}
+
+// extras returns the JSON of a result's keys outside protocolKeys, and
+// those keys.
+func extras(fields map[string]json.RawMessage) (json.RawMessage, []string) {
+	rest := map[string]json.RawMessage{}
+	var keys []string
+	for k, v := range fields {
+		if !protocolKeys[k] {
+			rest[k] = v
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(rest)
+	if err != nil {
+		return nil, nil
+	}
+	return b, keys
+}
+
+// boundOpaque decides a result that is not a well-formed tools/call result
+// as one payload; a stored one becomes a result holding the notice and link.
+func (b *bounder) boundOpaque(ctx context.Context, call hybridctx.Call, result json.RawMessage) (json.RawMessage, error) {
+	repl, _, err := b.replace(ctx, call, result, mimeJSON, nil)
+	if err != nil || repl == nil {
+		return result, err
+	}
+	return json.Marshal(&mcp.CallToolResult{Content: repl})
+}
+
+func appendEncoded(out []json.RawMessage, blocks []mcp.Content) ([]json.RawMessage, error) {
+	for _, c := range blocks {
+		raw, err := c.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, raw)
+	}
+	return out, nil
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }

@@ -1,0 +1,115 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// DefaultMaxMessageBytes is the largest single message Command accepts from
+// its program when MaxMessageBytes is zero: 256 MiB. (The SDK's
+// CommandTransport accepts 16 MiB, less than one large tool result.)
+const DefaultMaxMessageBytes = 256 << 20
+
+// DefaultTerminateDuration is how long Close waits after closing the
+// program's standard input before it sends SIGTERM, and again before SIGKILL.
+const DefaultTerminateDuration = 5 * time.Second
+
+// Command is an mcp.Transport that starts a program and speaks
+// newline-delimited JSON-RPC with it over its standard input and output,
+// like mcp.CommandTransport, with a configurable message size limit. The
+// program's standard error is whatever Cmd.Stderr is (nil discards it).
+//
+// Closing the connection closes the program's standard input, waits for it
+// to exit, sends SIGTERM and then SIGKILL if it does not; Close returns the
+// program's exit error (nil for exit status 0).
+type Command struct {
+	// Cmd is the program; it must not have been started.
+	Cmd *exec.Cmd
+	// MaxMessageBytes bounds one message read from the program. Zero means
+	// DefaultMaxMessageBytes; a negative value means no limit.
+	MaxMessageBytes int
+	// TerminateDuration is the wait before each signal; zero means
+	// DefaultTerminateDuration.
+	TerminateDuration time.Duration
+}
+
+// Connect starts the program.
+func (c *Command) Connect(ctx context.Context) (mcp.Connection, error) {
+	if c.Cmd == nil {
+		return nil, errors.New("mcpproxy: Command has no Cmd")
+	}
+	stdout, err := c.Cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := c.Cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Cmd.Start(); err != nil {
+		return nil, err
+	}
+	limit := c.MaxMessageBytes
+	if limit == 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	td := c.TerminateDuration
+	if td <= 0 {
+		td = DefaultTerminateDuration
+	}
+	t := &mcp.IOTransport{
+		// Closing is done through standard input; standard output is
+		// closed by Wait once the program is gone.
+		Reader:        io.NopCloser(stdout),
+		Writer:        &childInput{cmd: c.Cmd, stdin: stdin, grace: td},
+		MaxLineLength: limit,
+	}
+	return t.Connect(ctx)
+}
+
+// childInput is the program's standard input; closing it ends the program.
+type childInput struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	grace time.Duration
+}
+
+func (w *childInput) Write(p []byte) (int, error) { return w.stdin.Write(p) }
+
+// Close closes standard input, then waits for the program: grace, SIGTERM,
+// grace, SIGKILL. It returns the program's exit error.
+func (w *childInput) Close() error {
+	_ = w.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- w.cmd.Wait() }()
+	wait := func() (error, bool) {
+		t := time.NewTimer(w.grace)
+		defer t.Stop()
+		select {
+		case err := <-done:
+			return err, true
+		case <-t.C:
+			return nil, false
+		}
+	}
+	if err, ok := wait(); ok {
+		return err
+	}
+	if w.cmd.Process.Signal(syscall.SIGTERM) == nil {
+		if err, ok := wait(); ok {
+			return err
+		}
+	}
+	if err := w.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("mcpproxy: killing the upstream: %w", err)
+	}
+	return <-done
+}

@@ -1,0 +1,53 @@
+// Command mcptestserver is a small MCP server on stdio for the command
+// line's tests of "hybridctx mcp": it announces itself on standard error and
+// has three tools, "cat" (size bytes of numbered lines), "echo" (its text
+// argument) and "crash" (exit status 3 in the middle of a call).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func main() {
+	fmt.Fprintln(os.Stderr, "mcptestserver: ready")
+	s := mcp.NewServer(&mcp.Implementation{Name: "mcptestserver", Version: "1"}, nil)
+	schema := json.RawMessage(`{"type":"object"}`)
+	s.AddTool(&mcp.Tool{Name: "cat", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Size int }
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		return text(lines(a.Size)), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "echo", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ Text string }
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		return text(a.Text), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "crash", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		fmt.Fprintln(os.Stderr, "mcptestserver: crashing")
+		os.Exit(3)
+		return nil, nil
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, "mcptestserver:", err)
+		os.Exit(1)
+	}
+}
+
+func text(s string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: s}}}
+}
+
+// lines returns n bytes of numbered lines.
+func lines(n int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < n; i++ {
+		fmt.Fprintf(&b, "line %07d\n", i)
+	}
+	return b.String()[:n]
+}

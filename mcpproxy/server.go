@@ -1,0 +1,175 @@
+package mcpproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx"
+)
+
+// DefaultBudget is the read cap when Options.Budget is zero: the most bytes
+// one read_artifact call or one resources/read returns.
+const DefaultBudget = 65536
+
+// ErrInvalidOptions is wrapped by errors about unusable options.
+var ErrInvalidOptions = errors.New("invalid mcpproxy options")
+
+// Options configure the middleware, the read tools and the proxy. A nil
+// *Options means defaults.
+type Options struct {
+	// Budget caps every read: the budget of a read_artifact call is
+	// min(max_bytes, Budget), and resources/read returns a body only when it
+	// is at most Budget bytes. Zero means DefaultBudget.
+	Budget int64
+	// ReadToolName is the name AddReadTools registers the read tool under.
+	// It must equal the Offloader's Policy.ReadToolName, which the notice
+	// names; empty means hybridctx.DefaultReadToolName. Middleware and Proxy
+	// take the name from their Offloader's policy.
+	ReadToolName string
+	// Reporter receives the progress events of the decisions made here
+	// whenever a request's context carries no reporter of its own.
+	Reporter hybridctx.Reporter
+}
+
+func (o *Options) budget() (int64, error) {
+	if o == nil || o.Budget == 0 {
+		return DefaultBudget, nil
+	}
+	if o.Budget < 0 {
+		return 0, fmt.Errorf("%w: budget must be > 0", ErrInvalidOptions)
+	}
+	return o.Budget, nil
+}
+
+func (o *Options) reporter() hybridctx.Reporter {
+	if o == nil {
+		return nil
+	}
+	return o.Reporter
+}
+
+// readToolName returns the read tool name of off's policy.
+func readToolName(off *hybridctx.Offloader) string {
+	if n := off.Policy().ReadToolName; n != "" {
+		return n
+	}
+	return hybridctx.DefaultReadToolName
+}
+
+// Middleware returns a receiving middleware that bounds the results of a
+// Go MCP server's tools:
+//
+//	server.AddReceivingMiddleware(mcpproxy.Middleware(off, nil))
+//
+// Every tools/call result is decided block by block with off (one decision
+// per content block and one for structuredContent); a stored block is
+// replaced by the bounded notice and a resource_link, and stored
+// structuredContent is removed (the notice and link are appended to the
+// content). Results of the read tool (off's Policy.ReadToolName) pass
+// unchanged: they are recovered content. tools/list results lose their
+// outputSchema, because a bounded result can no longer promise it (clients
+// that validate it would reject the result). Register the read tool with
+// AddReadTools so the model can follow the notice. off must not be nil.
+func Middleware(off *hybridctx.Offloader, opts *Options) mcp.Middleware {
+	if off == nil {
+		panic("mcpproxy.Middleware: nil Offloader")
+	}
+	b := &bounder{off: off, reporter: opts.reporter()}
+	readTool := readToolName(off)
+	var calls atomic.Uint64
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if err != nil || res == nil {
+				return res, err
+			}
+			switch r := res.(type) {
+			case *mcp.CallToolResult:
+				if method != "tools/call" {
+					return res, nil
+				}
+				var name string
+				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
+					name = p.Name
+				}
+				if name == readTool {
+					return res, nil
+				}
+				call := hybridctx.Call{Tool: name, ID: "call-" + strconv.FormatUint(calls.Add(1), 10)}
+				return b.boundTyped(ctx, call, r)
+			case *mcp.ListToolsResult:
+				return withoutOutputSchemas(r), nil
+			}
+			return res, nil
+		}
+	}
+}
+
+// withoutOutputSchemas returns r with every tool's outputSchema removed,
+// copying what it changes (the server's own tools stay untouched).
+func withoutOutputSchemas(r *mcp.ListToolsResult) *mcp.ListToolsResult {
+	has := false
+	for _, t := range r.Tools {
+		if t != nil && t.OutputSchema != nil {
+			has = true
+			break
+		}
+	}
+	if !has {
+		return r
+	}
+	r2 := *r
+	r2.Tools = make([]*mcp.Tool, len(r.Tools))
+	for i, t := range r.Tools {
+		if t != nil && t.OutputSchema != nil {
+			t2 := *t
+			t2.OutputSchema = nil
+			t = &t2
+		}
+		r2.Tools[i] = t
+	}
+	return &r2
+}
+
+// AddReadTools registers on s the read tool (Options.ReadToolName, default
+// read_artifact) and the resource template artifact://sha256/{hex}, both
+// served by reh: the owner, digest and budget checks of an explicit
+// rehydration, categorical outcomes as isError tool results (or JSON-RPC
+// errors for resources/read), and resolved bytes as text when they are valid
+// UTF-8, else as a base64 blob in an embedded resource.
+func AddReadTools(s *mcp.Server, reh *hybridctx.Rehydrator, opts *Options) error {
+	r, err := newReader(reh, opts)
+	if err != nil {
+		return err
+	}
+	if opts != nil && opts.ReadToolName != "" {
+		if err := (hybridctx.Policy{InlineThreshold: 1, ReadToolName: opts.ReadToolName}).Validate(); err != nil {
+			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+		}
+		r.tool = opts.ReadToolName
+	}
+	s.AddTool(r.toolDef(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return r.callTool(ctx, req.Params.Arguments)
+	})
+	s.AddResourceTemplate(r.templateDef(), func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return r.readResource(ctx, req.Params.URI)
+	})
+	return nil
+}
+
+// newReader validates reh and the options.
+func newReader(reh *hybridctx.Rehydrator, opts *Options) (*reader, error) {
+	if reh == nil {
+		return nil, fmt.Errorf("%w: a Rehydrator is required", ErrInvalidOptions)
+	}
+	budget, err := opts.budget()
+	if err != nil {
+		return nil, err
+	}
+	return &reader{reh: reh, budget: budget, tool: hybridctx.DefaultReadToolName, reporter: opts.reporter()}, nil
+}

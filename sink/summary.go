@@ -1,0 +1,153 @@
+package sink
+
+import (
+	"context"
+	"sync"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/artifact"
+)
+
+// Index bounds of the categorical enums, for the fixed-size count tables.
+const (
+	maxOutcome = int(hybridctx.InvalidReference) + 1
+	maxReason  = int(hybridctx.MalformedReference) + 1
+)
+
+// Summary aggregates the events of a run: counts per operation, outcome and
+// reason, bytes kept out of context, bytes rehydrated and the largest inline
+// result. It holds only categorical values and byte counts. It is safe for
+// concurrent use; the zero value is ready.
+type Summary struct {
+	mu       sync.Mutex
+	counts   [maxOutcome][maxReason]int64
+	events   int64
+	agents   map[string]struct{}
+	maxDepth int
+	kept     int64
+	rehyd    int64
+	inlineMx int64
+	in, out  int64
+}
+
+// NewSummary returns an empty Summary.
+func NewSummary() *Summary { return &Summary{} }
+
+// Emit implements hybridctx.Sink. It never fails.
+func (s *Summary) Emit(_ context.Context, e *hybridctx.Event) error {
+	d := e.Diagnostics
+	if d == nil {
+		return nil
+	}
+	oc, r := d.Outcome(), d.Reason()
+	in, out, hasOut := d.Attribution()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.events++
+	if s.agents == nil {
+		s.agents = map[string]struct{}{}
+	}
+	s.agents[e.AgentID] = struct{}{}
+	s.maxDepth = max(s.maxDepth, e.Depth)
+	if int(oc) < maxOutcome && int(r) < maxReason {
+		s.counts[oc][r]++
+	}
+	s.kept += KeptOutOfContext(d)
+	switch oc.Operation() {
+	case hybridctx.OpOffload:
+		s.in += in
+		if hasOut {
+			s.out += out
+		}
+	}
+	switch {
+	case oc == hybridctx.Resolved:
+		s.rehyd += out
+	case oc == hybridctx.Inline && r == hybridctx.BelowThreshold:
+		s.inlineMx = max(s.inlineMx, in)
+	}
+	return nil
+}
+
+// KeptOutOfContext returns the bytes one decision kept out of the
+// conversation: for offloaded and existing_reference, the result's size
+// minus the 82-byte reference that replaced it (never negative); 0 for every
+// other outcome.
+func KeptOutOfContext(d *hybridctx.Diagnostics) int64 {
+	if oc := d.Outcome(); oc != hybridctx.Offloaded && oc != hybridctx.ExistingReference {
+		return 0
+	}
+	in, _, _ := d.Attribution()
+	return max(0, in-artifact.RefLen)
+}
+
+// SummaryReport is a snapshot of a Summary; its JSON shape is
+//
+//	{"events": N, "agents": N, "max_depth": N,
+//	 "decisions": {"<operation>": {"<outcome>": {"<reason>": N}}},
+//	 "outcomes": {"<outcome>": N},
+//	 "bytes_kept_out_of_context": N, "bytes_rehydrated": N,
+//	 "largest_inline_bytes": N,
+//	 "offload_input_bytes": N, "offload_output_bytes": N}
+//
+// with snake_case category names and only the categories that occurred.
+type SummaryReport struct {
+	// Events counts the events seen; Agents the distinct agent ids among
+	// them; MaxDepth the deepest agent.
+	Events   int64 `json:"events"`
+	Agents   int   `json:"agents"`
+	MaxDepth int   `json:"max_depth"`
+	// Decisions counts events per operation, outcome and reason.
+	Decisions map[hybridctx.Operation]map[hybridctx.Outcome]map[hybridctx.Reason]int64 `json:"decisions"`
+	// Outcomes counts events per outcome.
+	Outcomes map[hybridctx.Outcome]int64 `json:"outcomes"`
+	// BytesKeptOutOfContext sums KeptOutOfContext over the events.
+	BytesKeptOutOfContext int64 `json:"bytes_kept_out_of_context"`
+	// BytesRehydrated sums the bytes returned by resolved rehydrations.
+	BytesRehydrated int64 `json:"bytes_rehydrated"`
+	// LargestInlineBytes is the largest tool result kept inline below the
+	// threshold (recovered segments are counted in BytesRehydrated).
+	LargestInlineBytes int64 `json:"largest_inline_bytes"`
+	// OffloadInputBytes sums the results offload decided;
+	// OffloadOutputBytes the bytes those decisions put into the
+	// conversation by the diagnostics' attribution (82 per reference).
+	OffloadInputBytes  int64 `json:"offload_input_bytes"`
+	OffloadOutputBytes int64 `json:"offload_output_bytes"`
+}
+
+// Count returns the number of events with the given outcome and reason.
+func (r SummaryReport) Count(o hybridctx.Outcome, reason hybridctx.Reason) int64 {
+	return r.Decisions[o.Operation()][o][reason]
+}
+
+// Report returns a snapshot.
+func (s *Summary) Report() SummaryReport {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := SummaryReport{
+		Events: s.events, Agents: len(s.agents), MaxDepth: s.maxDepth,
+		Decisions:             map[hybridctx.Operation]map[hybridctx.Outcome]map[hybridctx.Reason]int64{},
+		Outcomes:              map[hybridctx.Outcome]int64{},
+		BytesKeptOutOfContext: s.kept, BytesRehydrated: s.rehyd, LargestInlineBytes: s.inlineMx,
+		OffloadInputBytes: s.in, OffloadOutputBytes: s.out,
+	}
+	for oc := range maxOutcome {
+		for rs := range maxReason {
+			n := s.counts[oc][rs]
+			if n == 0 {
+				continue
+			}
+			o := hybridctx.Outcome(oc)
+			op := o.Operation()
+			if r.Decisions[op] == nil {
+				r.Decisions[op] = map[hybridctx.Outcome]map[hybridctx.Reason]int64{}
+			}
+			if r.Decisions[op][o] == nil {
+				r.Decisions[op][o] = map[hybridctx.Reason]int64{}
+			}
+			r.Decisions[op][o][hybridctx.Reason(rs)] = n
+			r.Outcomes[o] += n
+		}
+	}
+	return r
+}

@@ -1,0 +1,30 @@
+package dirstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/hybridctx/hybridctx/internal/vfs"
+)
+
+// OpenBodies opens the body half of a Store on fsys, as Open does (layout,
+// sweep) but without a records database, so that tests which reopen many
+// crash states need not open SQLite each time. Its record methods must not
+// be called.
+func OpenBodies(ctx context.Context, fsys vfs.FS, clock func() time.Time) (*Store, error) {
+	return openBodies(ctx, &Store{dir: "/nonexistent", fsys: fsys, clock: clock})
+}
+
+// OpenBodiesWithoutDirSync is OpenBodies for the mutant the crash tests
+// must catch: Commit skips the fsync of the body directory after publishing
+// a body.
+func OpenBodiesWithoutDirSync(ctx context.Context, fsys vfs.FS, clock func() time.Time) (*Store, error) {
+	return openBodies(ctx, &Store{dir: "/nonexistent", fsys: fsys, clock: clock, noDirSync: true})
+}
+
+func openBodies(ctx context.Context, s *Store) (*Store, error) {
+	if err := s.initFiles(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
