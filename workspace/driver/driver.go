@@ -115,9 +115,10 @@ type Query struct {
 }
 
 // Locker is an optional capability of Bodies: a mutual-exclusion lock per key
-// that holds across every process sharing the backend. The Store takes it
-// only on the rare repair path, so that exactly one caller replaces a
-// corrupt body.
+// that holds across every process sharing the backend. The Store takes it on
+// the repair path, so that exactly one caller replaces a corrupt body, and
+// around garbage collection of a body and the reuse of a stored body by a
+// new record, so that collection never deletes a body a record points to.
 type Locker interface {
 	Lock(ctx context.Context, key string) (unlock func() error, err error)
 }
