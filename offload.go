@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
-	"github.com/hybridctx/hybridctx/internal/classify"
-	"github.com/hybridctx/hybridctx/workspace"
 )
 
 // Call identifies the tool call a result came from. Both values go into the
@@ -193,33 +191,14 @@ func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []b
 	if n > o.policy.maxBytes() {
 		return o.failed(ctx, orig, b, Failed, ExceedsMaxArtifactSize, n)
 	}
+	// Hash (and classify, in parallel) first and write only if the
+	// workspace lacks the body: a result seen again costs no write at all
+	// (§4: existing_reference writes nothing). The write reuses the digest.
 	st := storing{o: o, call: call, size: n, bytes: b, orig: orig}
-	if n >= writeAheadMin {
-		// Write while hashing, as for a stream: one overlapped pass. A
-		// reuse then discards the written copy unseen.
-		var c classify.Classifier
-		p, err := o.binding.store.IngestBytes(ctx, b, &workspace.IngestOptions{Observer: &c})
-		switch {
-		case err == nil:
-		case ctx.Err() != nil:
-			return st.abort(ctx.Err())
-		default:
-			return st.result(ctx, Failed, WorkspaceWriteFailed)
-		}
-		st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
-		return st.decide(ctx)
-	}
 	st.digest, st.kind, st.lines = digestBytes(b)
 	st.ref = st.digest.Ref()
 	return st.decide(ctx)
 }
-
-// writeAheadMin is the size from which byte input is written while it is
-// hashed, before the decision, instead of hashed first and written only
-// when the workspace lacks it: from there the write costs about as much as
-// the hash, and overlapping the two makes the hash the only cost on the
-// critical path. Below it, hashing first saves a reuse the temporary write.
-const writeAheadMin = 1 << 20
 
 // ErrSource wraps an error returned by the reader given to OffloadReader.
 var ErrSource = errors.New("reading the tool result failed")

@@ -284,3 +284,27 @@ func TestReadFailureOnOwnRecord(t *testing.T) {
 
 func itoa(n int) string     { return itoa64(int64(n)) }
 func itoa64(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// TestLargeReuseWritesNothing: a byte result seen again, however large,
+// costs no body write at all, not even a temporary one (§4).
+func TestLargeReuseWritesNothing(t *testing.T) {
+	e := newEnv(t, 4096)
+	big := bytes.Repeat([]byte("a large result repeated by the agent\n"), 200_000) // 7.4 MB
+	first := mustOffload(t, e.off, e.ctx, big)
+	expect(t, first.Outcome(), first.Reason(), hybridctx.Offloaded, hybridctx.ThresholdExceeded)
+	before := e.inst.Counts()
+	again := mustOffload(t, e.off, e.ctx, big)
+	expect(t, again.Outcome(), again.Reason(), hybridctx.ExistingReference, hybridctx.ExistingContentMatch)
+	after := e.inst.Counts()
+	if after.NewWriters != before.NewWriters || after.BytesWritten != before.BytesWritten {
+		t.Fatalf("reuse wrote %d writers, %d bytes", after.NewWriters-before.NewWriters, after.BytesWritten-before.BytesWritten)
+	}
+	// Another owner reusing the stored body writes nothing either.
+	offB := e.offloader(t, e.binding(t, ownerB), 4096)
+	before = e.inst.Counts()
+	outB := mustOffload(t, offB, e.ctx, string(big))
+	expect(t, outB.Outcome(), outB.Reason(), hybridctx.Offloaded, hybridctx.ThresholdExceeded)
+	if after := e.inst.Counts(); after.NewWriters != before.NewWriters {
+		t.Fatal("a new owner's reuse of a stored body wrote it again")
+	}
+}
