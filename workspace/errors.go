@@ -5,16 +5,19 @@ import (
 	"fmt"
 
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
 var (
 	// ErrCorrupt means a stored body does not match its digest or its
 	// recorded size.
 	ErrCorrupt = errors.New("stored body does not match its digest")
-	// ErrTooLarge means a body exceeded the size limit it was written under.
-	ErrTooLarge = errors.New("body exceeds the size limit")
-	// ErrChanged means a body changed while it was being read.
-	ErrChanged = errors.New("stored body changed while it was read")
+	// ErrTooLarge means a body exceeded the size limit it was written under
+	// (the same value as driver.ErrTooLarge, which drivers wrap).
+	ErrTooLarge = driver.ErrTooLarge
+	// ErrChanged means a body changed while it was being read (the same
+	// value as driver.ErrChanged, which drivers wrap).
+	ErrChanged = driver.ErrChanged
 	// ErrClosed means the Store was closed.
 	ErrClosed = errors.New("workspace is closed")
 )

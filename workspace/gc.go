@@ -67,17 +67,6 @@ type GCReport struct {
 	BodiesRecent     int64 `json:"bodies_recent"`
 }
 
-// RecordExpirer is an optional capability of a records driver: deleting the
-// records last used before cutoff, each in one atomic step that re-checks
-// its last-used time, so that a record touched meanwhile is kept (SQL:
-// DELETE … WHERE last_used_at < cutoff). CollectGarbage uses it when the
-// driver has it, and otherwise re-reads each stale record just before
-// deleting it, which leaves a short window in which a concurrent touch can
-// be lost.
-type RecordExpirer interface {
-	ExpireRecords(ctx context.Context, cutoff time.Time) (deleted int64, err error)
-}
-
 // LockBody takes the per-body lock of ref (driver.Locker), which holds
 // across every process sharing the workspace, and returns the function that
 // releases it. Code that creates a record for a body it did not write itself
@@ -187,7 +176,7 @@ func (o *GCOptions) validate() error {
 // expireRecords deletes (or, in a dry run, counts) the records last used
 // before cutoff.
 func (s *Store) expireRecords(ctx context.Context, cutoff time.Time, dryRun bool) (int64, error) {
-	if e, ok := s.records.(RecordExpirer); ok && !dryRun {
+	if e, ok := s.records.(driver.RecordExpirer); ok && !dryRun {
 		return e.ExpireRecords(ctx, cutoff)
 	}
 	var stale []artifact.Record

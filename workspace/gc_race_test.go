@@ -319,8 +319,8 @@ func (y *yielder) ExpireRecords(ctx context.Context, cutoff time.Time) (int64, e
 }
 
 var (
-	_ driver.Bodies           = (*yielder)(nil)
-	_ driver.Records          = (*yielder)(nil)
-	_ driver.Locker           = (*yielder)(nil)
-	_ workspace.RecordExpirer = (*yielder)(nil)
+	_ driver.Bodies        = (*yielder)(nil)
+	_ driver.Records       = (*yielder)(nil)
+	_ driver.Locker        = (*yielder)(nil)
+	_ driver.RecordExpirer = (*yielder)(nil)
 )

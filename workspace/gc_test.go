@@ -406,4 +406,4 @@ func (e *expiring) CreateRecord(ctx context.Context, rec artifact.Record) (bool,
 	return e.Records.CreateRecord(ctx, rec)
 }
 
-var _ workspace.RecordExpirer = (*expiring)(nil)
+var _ driver.RecordExpirer = (*expiring)(nil)

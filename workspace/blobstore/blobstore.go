@@ -34,7 +34,7 @@
 //
 // A body is at most Options.MaxBodyBytes (default DefaultMaxBodyBytes,
 // 5 GiB: the largest object S3 can copy in one request); a larger one fails
-// its Write with an error wrapping workspace.ErrTooLarge.
+// its Write with an error wrapping driver.ErrTooLarge.
 //
 // # Locks and leftovers
 //

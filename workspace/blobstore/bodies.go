@@ -17,7 +17,6 @@ import (
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
 
-	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
@@ -59,7 +58,7 @@ func (w *writer) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	if w.n+int64(len(p)) > w.s.maxBody {
-		w.err = fmt.Errorf("blobstore: a body holds at most %d bytes: %w", w.s.maxBody, workspace.ErrTooLarge)
+		w.err = fmt.Errorf("blobstore: a body holds at most %d bytes: %w", w.s.maxBody, driver.ErrTooLarge)
 		return 0, w.err
 	}
 	if w.up == nil && len(w.buf)+len(p) <= w.s.spool {
@@ -324,7 +323,7 @@ func (r *reader) Close() error { return r.r.Close() }
 
 // ReadAt reads len(p) bytes at off, or fewer and io.EOF at the end. On S3
 // the request carries If-Match with the opened ETag, so a replaced object
-// fails with workspace.ErrChanged instead of mixing versions.
+// fails with driver.ErrChanged instead of mixing versions.
 func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 	if off < 0 {
 		return 0, fs.ErrInvalid
@@ -346,7 +345,7 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 	rr, err := r.s.bucket.NewRangeReader(r.ctx, bodyPrefix+r.info.Key, off, int64(n), opts)
 	if err != nil {
 		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
-			return 0, fmt.Errorf("blobstore: read: %w", workspace.ErrChanged)
+			return 0, fmt.Errorf("blobstore: read: %w", driver.ErrChanged)
 		}
 		return 0, fail(r.ctx, "read", err)
 	}

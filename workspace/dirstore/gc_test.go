@@ -17,7 +17,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
-var _ workspace.RecordExpirer = (*dirstore.Store)(nil)
+var _ driver.RecordExpirer = (*dirstore.Store)(nil)
 
 // TestExpireRecords deletes, over several batches, exactly the records
 // last used before the cutoff.

@@ -129,3 +129,13 @@ type Locker interface {
 type Checker interface {
 	UnsafePermissions(ctx context.Context) ([]string, error)
 }
+
+// RecordExpirer is an optional capability of Records: deleting the records
+// last used before cutoff, each in one atomic step that re-checks its
+// last-used time, so that a record touched meanwhile is kept (SQL: DELETE …
+// WHERE last_used_at < cutoff). Garbage collection uses it when the driver
+// has it, and otherwise re-reads each stale record just before deleting it,
+// which leaves a short window in which a concurrent touch can be lost.
+type RecordExpirer interface {
+	ExpireRecords(ctx context.Context, cutoff time.Time) (deleted int64, err error)
+}

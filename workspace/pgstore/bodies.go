@@ -13,7 +13,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
@@ -56,7 +55,7 @@ func (w *writer) Write(p []byte) (int, error) {
 		return 0, w.err
 	}
 	if w.n+int64(len(p)) > w.s.maxBody {
-		w.err = fmt.Errorf("pgstore: a body in PostgreSQL holds at most %d bytes: %w", w.s.maxBody, workspace.ErrTooLarge)
+		w.err = fmt.Errorf("pgstore: a body in PostgreSQL holds at most %d bytes: %w", w.s.maxBody, driver.ErrTooLarge)
 		return 0, w.err
 	}
 	written := 0
@@ -307,7 +306,7 @@ func (s *Store) bodyPage(ctx context.Context, after []byte) ([]driver.Info, erro
 // Open opens a body for reading. Its first slice comes in the same
 // statement as its size and version, so a body of up to 1 MiB is read as
 // one consistent snapshot; the reader fetches later 1 MiB slices with ctx
-// and fails with workspace.ErrChanged if the body is replaced in between.
+// and fails with driver.ErrChanged if the body is replaced in between.
 // It also reads at offsets (driver.RangeReader) and restats
 // (driver.Restatter).
 func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
@@ -418,7 +417,7 @@ func (r *reader) fetch(dst []byte, off int64) (int, error) {
 		if err := rows.Err(); err != nil {
 			return 0, fail(r.ctx, "read", err)
 		}
-		return 0, fmt.Errorf("pgstore: read: body deleted while read: %w", workspace.ErrChanged)
+		return 0, fmt.Errorf("pgstore: read: body deleted while read: %w", driver.ErrChanged)
 	}
 	var version int64
 	var b pgtype.DriverBytes
@@ -426,7 +425,7 @@ func (r *reader) fetch(dst []byte, off int64) (int, error) {
 		return 0, fail(r.ctx, "read", err)
 	}
 	if strconv.FormatInt(version, 10) != r.info.Version {
-		return 0, fmt.Errorf("pgstore: read: %w", workspace.ErrChanged)
+		return 0, fmt.Errorf("pgstore: read: %w", driver.ErrChanged)
 	}
 	n := copy(dst, b)
 	rows.Close()

@@ -29,7 +29,7 @@
 // Bodies are kept in one bytea value, which PostgreSQL caps at 1 GB; this
 // backend stores at most Options.MaxBodyBytes, 256 MiB by default (at most
 // MaxBodyLimit), and a larger body fails its Write with an error wrapping
-// workspace.ErrTooLarge. Nothing is buffered whole on the client: a writer
+// driver.ErrTooLarge. Nothing is buffered whole on the client: a writer
 // holds at most 1 MiB, streams the rest into a large object chunk by chunk,
 // and Commit turns the large object into the body row inside the server.
 // Reads fetch 1 MiB slices (the body column is stored uncompressed so a
