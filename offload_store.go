@@ -106,7 +106,7 @@ func isCorruptOrGone(err error) bool {
 // decide runs §4 step 5 for a result whose digest and size are known.
 func (st *storing) decide(ctx context.Context) (*Offload, error) {
 	store, owner := st.o.binding.store, st.o.binding.owner
-	rec, err := store.Record(ctx, owner, st.ref)
+	rec, err := store.GetRecord(ctx, owner, st.ref)
 	if err == nil {
 		out, handled, derr := st.decideOwn(ctx, rec)
 		if handled {

@@ -176,7 +176,7 @@ func TestLastUsedTouchedAtMostHourly(t *testing.T) {
 	if c := e.inst.Counts(); c.TouchRecords != 1 {
 		t.Fatalf("touches = %d, want 1", c.TouchRecords)
 	}
-	rec, err := e.store.Record(context.Background(), ownerA, out.Ref)
+	rec, err := e.store.GetRecord(context.Background(), ownerA, out.Ref)
 	if err != nil || !rec.LastUsedAt.After(rec.CreatedAt.Add(60*60*1e9)) {
 		t.Fatalf("last used not refreshed: %+v %v", rec, err)
 	}

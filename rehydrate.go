@@ -157,7 +157,7 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 	}
 	out := &Rehydration{Ref: ref}
 	store := h.binding.store
-	rec, err := store.Record(ctx, h.binding.owner, ref)
+	rec, err := store.GetRecord(ctx, h.binding.owner, ref)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return h.finish(ctx, out, Unauthorized, OwnerMismatch, -1, req.Budget, 0)

@@ -266,7 +266,7 @@ func TestRehydrateRefreshesLastUsedHourly(t *testing.T) {
 	}
 	e.clock.Advance(2 * time.Hour)
 	mustRehydrate(t, e.reh, e.ctx, req)
-	rec, err := e.store.Record(context.Background(), ownerA, ref)
+	rec, err := e.store.GetRecord(context.Background(), ownerA, ref)
 	if err != nil || e.inst.Counts().TouchRecords != 1 || rec.LastUsedAt.Sub(rec.CreatedAt) < 2*time.Hour {
 		t.Fatalf("last used not refreshed by a read: %v %+v", err, rec)
 	}

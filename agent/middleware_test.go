@@ -51,7 +51,7 @@ func TestMiddlewareOffloaded(t *testing.T) {
 		t.Fatalf("round trip: %v", err)
 	}
 	// The record names the wrapped tool and the call id, never the notice.
-	rec, err := e.store.Record(context.Background(), testOwner, out.Ref)
+	rec, err := e.store.GetRecord(context.Background(), testOwner, out.Ref)
 	if err != nil || rec.Tool != "grep" || rec.CallID != "c1" {
 		t.Fatalf("record %+v, %v", rec, err)
 	}

@@ -34,7 +34,7 @@ func TestClosedStoreRefusesEverything(t *testing.T) {
 	errs = append(errs, err)
 	_, err = s.ReadVerified(ctx, ref, 6, 0, 6)
 	errs = append(errs, err)
-	_, err = s.Record(ctx, owner, ref)
+	_, err = s.GetRecord(ctx, owner, ref)
 	errs = append(errs, err)
 	_, err = s.CreateRecord(ctx, artifact.Record{Owner: owner, Ref: ref})
 	errs = append(errs, err)

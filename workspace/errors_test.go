@@ -42,7 +42,7 @@ func TestErrorIsTyped(t *testing.T) {
 	m.Tamper(ref.Hex(), bytes.ToUpper(data))
 	corruptErr := s.VerifyBody(ctx, ref, size)
 	_, readCorruptErr := s.ReadVerified(ctx, ref, size, 0, size)
-	_, recErr := s.Record(ctx, validOwner, absent)
+	_, recErr := s.GetRecord(ctx, validOwner, absent)
 	var listErr error
 	for _, err := range s.ListRecords(ctx, driver.Query{Owner: &artifact.Owner{}}) {
 		listErr = err
@@ -115,7 +115,7 @@ func TestZeroRefMakesNoDriverCalls(t *testing.T) {
 			_, err := s.CreateRecord(ctx, artifact.Record{Owner: validOwner})
 			return err
 		},
-		"Record":       func() error { _, err := s.Record(ctx, validOwner, zero); return err },
+		"GetRecord":    func() error { _, err := s.GetRecord(ctx, validOwner, zero); return err },
 		"TouchRecord":  func() error { return s.TouchRecord(ctx, validOwner, zero, time.Now()) },
 		"DeleteRecord": func() error { return s.DeleteRecord(ctx, validOwner, zero) },
 	}
@@ -152,7 +152,7 @@ func TestInvalidOwnerMakesNoDriverCalls(t *testing.T) {
 				_, err := s.CreateRecord(ctx, artifact.Record{Owner: o, Ref: ref})
 				return err
 			},
-			"Record":       func() error { _, err := s.Record(ctx, o, ref); return err },
+			"GetRecord":    func() error { _, err := s.GetRecord(ctx, o, ref); return err },
 			"TouchRecord":  func() error { return s.TouchRecord(ctx, o, ref, time.Now()) },
 			"DeleteRecord": func() error { return s.DeleteRecord(ctx, o, ref) },
 			"ListRecords": func() error {

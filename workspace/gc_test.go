@@ -156,7 +156,7 @@ func TestGCMaxAge(t *testing.T) {
 			t.Fatalf("dry run deleted bodies: %d left", n)
 		}
 		// A record lookup, unlike a resolved read, is not a use.
-		if _, err := s.Record(ctx, ownerA, old); err != nil {
+		if _, err := s.GetRecord(ctx, ownerA, old); err != nil {
 			t.Fatalf("dry run deleted a record: %v", err)
 		}
 		opts.DryRun = false

@@ -115,9 +115,9 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	return created, wrap("record", rec.Ref, err)
 }
 
-// Record returns owner's record for ref. An absent record wraps
+// GetRecord returns owner's record for ref. An absent record wraps
 // fs.ErrNotExist.
-func (s *Store) Record(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (artifact.Record, error) {
+func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (artifact.Record, error) {
 	if err := s.checkOwner(ctx, owner, ref); err != nil {
 		return artifact.Record{}, wrap("record", ref, err)
 	}

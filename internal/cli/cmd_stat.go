@@ -44,7 +44,7 @@ func (a *app) stat(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	defer closeSession()
-	rec, err := store.Record(ctx, owner, ref)
+	rec, err := store.GetRecord(ctx, owner, ref)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return &exitError{code: ExitUnauthorized,

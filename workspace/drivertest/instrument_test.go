@@ -158,7 +158,7 @@ func TestInstrumentedCounts(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Record(ctx, ownerA, ref); err != nil {
+	if _, err := s.GetRecord(ctx, ownerA, ref); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.TouchRecord(ctx, ownerA, ref, t0); err != nil {
@@ -257,7 +257,7 @@ func TestInstrumentedHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.GetRecord = func(context.Context, artifact.Owner, artifact.Ref) error { return boom }
-	if _, err := s.Record(ctx, ownerA, ref); !errors.Is(err, boom) {
+	if _, err := s.GetRecord(ctx, ownerA, ref); !errors.Is(err, boom) {
 		t.Fatalf("GetRecord hook: %v", err)
 	}
 	h.TouchRecord = func(context.Context, artifact.Owner, artifact.Ref) error { return boom }

@@ -108,7 +108,7 @@ func testCancelledStore(e *env) {
 			_, err := s.CreateRecord(c, r)
 			return err
 		}},
-		{"Record", func() error { _, err := s.Record(c, ownerA, f.ref); return err }},
+		{"GetRecord", func() error { _, err := s.GetRecord(c, ownerA, f.ref); return err }},
 		{"TouchRecord", func() error { return s.TouchRecord(c, ownerA, f.ref, t0.Add(time.Hour)) }},
 		{"DeleteRecord", func() error { return s.DeleteRecord(c, ownerA, f.ref) }},
 		{"ListRecords", func() error { return firstErr(s.ListRecords(c, driver.Query{})) }},

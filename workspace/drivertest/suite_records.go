@@ -62,7 +62,7 @@ func sameRecord(got, want artifact.Record) error {
 
 func (e *env) wantRecord(owner artifact.Owner, ref artifact.Ref, want artifact.Record) {
 	e.t.Helper()
-	got, err := e.s.Record(e.ctx, owner, ref)
+	got, err := e.s.GetRecord(e.ctx, owner, ref)
 	if err != nil {
 		e.t.Fatalf("Record: %v", err)
 	}
@@ -161,7 +161,7 @@ func testRecordDelete(e *env) {
 	if err := e.s.DeleteRecord(e.ctx, ownerA, rec.Ref); err != nil {
 		e.t.Fatalf("DeleteRecord: %v", err)
 	}
-	_, err := e.s.Record(e.ctx, ownerA, rec.Ref)
+	_, err := e.s.GetRecord(e.ctx, ownerA, rec.Ref)
 	wantErr(e.t, "Record after DeleteRecord", err, fs.ErrNotExist)
 	wantErr(e.t, "second DeleteRecord", e.s.DeleteRecord(e.ctx, ownerA, rec.Ref), fs.ErrNotExist)
 	e.wantRecord(ownerB, other.Ref, other)
@@ -175,8 +175,8 @@ func testRecordDelete(e *env) {
 func testRecordAbsent(e *env) {
 	e.create(e.record(ownerA, []byte("present"), t0))
 	ref := e.put([]byte("no record"))
-	_, err := e.s.Record(e.ctx, ownerA, ref)
-	wantErr(e.t, "Record", err, fs.ErrNotExist)
+	_, err := e.s.GetRecord(e.ctx, ownerA, ref)
+	wantErr(e.t, "GetRecord", err, fs.ErrNotExist)
 	wantErr(e.t, "TouchRecord", e.s.TouchRecord(e.ctx, ownerA, ref, t0), fs.ErrNotExist)
 	wantErr(e.t, "DeleteRecord", e.s.DeleteRecord(e.ctx, ownerA, ref), fs.ErrNotExist)
 	_, err = e.r.GetRecord(e.ctx, ownerA, ref)
@@ -184,7 +184,7 @@ func testRecordAbsent(e *env) {
 	wantErr(e.t, "driver TouchRecord", e.r.TouchRecord(e.ctx, ownerA, ref, t0), fs.ErrNotExist)
 	wantErr(e.t, "driver DeleteRecord", e.r.DeleteRecord(e.ctx, ownerA, ref), fs.ErrNotExist)
 	// Another owner's record for the same body is not this owner's.
-	_, err = e.s.Record(e.ctx, ownerB, artifact.RefOf([]byte("present")))
+	_, err = e.s.GetRecord(e.ctx, ownerB, artifact.RefOf([]byte("present")))
 	wantErr(e.t, "Record of another owner", err, fs.ErrNotExist)
 	if n := len(e.list(driver.Query{Ref: ref})); n != 0 {
 		e.t.Fatalf("ListRecords of a body without records: %d", n)

@@ -278,7 +278,7 @@ func TestBodyInUse(t *testing.T) {
 	if created || !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("CreateRecord for an absent body = %v, %v; want fs.ErrNotExist", created, err)
 	}
-	if _, err := st.Record(ctx, rec.Owner, ref); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := st.GetRecord(ctx, rec.Owner, ref); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("a refused record exists: %v", err)
 	}
 }
