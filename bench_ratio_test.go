@@ -64,7 +64,7 @@ func shareOfSHA256(b *testing.B, store *workspace.Store, n int, content string) 
 			last = artifact.Ref{}
 		}
 	}
-	offloaded := func(out *hybridctx.Offload, err error) error {
+	offloaded := func(out *hybridctx.OffloadResult, err error) error {
 		if err != nil {
 			return err
 		}

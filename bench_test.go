@@ -116,7 +116,7 @@ func BenchmarkOffload(b *testing.B) {
 					for b.Loop() {
 						i++
 						copy(body, fmt.Sprintf("%016d", i)) // fresh digest each time
-						var out *hybridctx.Offload
+						var out *hybridctx.OffloadResult
 						var err error
 						if form == "reader" {
 							out, err = off.OffloadReader(context.Background(), call, bytes.NewReader(body))

@@ -110,7 +110,7 @@ func (e *env) rehydrator(t testing.TB, b *hybridctx.Binding) *hybridctx.Rehydrat
 	return r
 }
 
-func mustOffload(t testing.TB, o *hybridctx.Offloader, ctx context.Context, v any) *hybridctx.Offload {
+func mustOffload(t testing.TB, o *hybridctx.Offloader, ctx context.Context, v any) *hybridctx.OffloadResult {
 	t.Helper()
 	out, err := o.Offload(ctx, hybridctx.Call{Tool: "tool", ID: "call"}, v)
 	if err != nil {

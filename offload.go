@@ -60,8 +60,8 @@ func defaultDescription(tool, callID string) string { return "tool " + tool + ",
 // Policy returns the offloader's policy.
 func (o *Offloader) Policy() Policy { return o.policy }
 
-// Offload is the outcome of one offload decision.
-type Offload struct {
+// OffloadResult is the outcome of one offload decision.
+type OffloadResult struct {
 	// Ref is set for offloaded and existing_reference.
 	Ref artifact.Ref
 	// Notice is what the model sees instead of the result: the bounded
@@ -82,18 +82,18 @@ type Offload struct {
 }
 
 // Outcome returns the decision's outcome.
-func (o *Offload) Outcome() Outcome { return o.diag.outcome }
+func (o *OffloadResult) Outcome() Outcome { return o.diag.outcome }
 
 // Reason returns the decision's reason.
-func (o *Offload) Reason() Reason { return o.diag.reason }
+func (o *OffloadResult) Reason() Reason { return o.diag.reason }
 
 // Diagnostics returns the decision's snapshot: the instance its event carries.
-func (o *Offload) Diagnostics() *Diagnostics { return &o.diag }
+func (o *OffloadResult) Diagnostics() *Diagnostics { return &o.diag }
 
 // Content returns the result's bytes when the outcome kept them (inline;
 // failed and recovery_required for byte input), else nil. For string input
 // it returns a copy.
-func (o *Offload) Content() []byte {
+func (o *OffloadResult) Content() []byte {
 	if o.isStr {
 		return []byte(o.str)
 	}
@@ -102,7 +102,7 @@ func (o *Offload) Content() []byte {
 
 // Text returns what the model must see: the content itself when inline, the
 // notice otherwise.
-func (o *Offload) Text() string {
+func (o *OffloadResult) Text() string {
 	if o.diag.outcome != Inline {
 		return o.Notice
 	}
@@ -119,9 +119,9 @@ func (o *Offload) Text() string {
 //
 // The error is non-nil only when no decision was made: a cancelled context
 // (checked first), a value that cannot be serialized, or a failure that
-// happened before anything was written. Every decision returns an *Offload
+// happened before anything was written. Every decision returns an *OffloadResult
 // and reports exactly one event.
-func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offload, error) {
+func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*OffloadResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -145,7 +145,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 		n = int64(len(str))
 	}
 	if n <= o.policy.InlineThreshold {
-		out := &Offload{Original: result, content: b, str: str, isStr: isStr}
+		out := &OffloadResult{Original: result, content: b, str: str, isStr: isStr}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	}
 	if isStr {
@@ -156,13 +156,13 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 
 // bypass inlines a recovered segment whatever its size: no threshold check,
 // no write (§4 step 2).
-func (o *Offloader) bypass(ctx context.Context, s *Segment) (*Offload, error) {
-	out := &Offload{Original: s, content: s.body}
+func (o *Offloader) bypass(ctx context.Context, s *Segment) (*OffloadResult, error) {
+	out := &OffloadResult{Original: s, content: s.body}
 	return o.finish(ctx, out, Inline, RecoveredSegmentBypass, int64(len(s.body)))
 }
 
 // finish validates the snapshot, fills the notice and reports the event.
-func (o *Offloader) finish(ctx context.Context, out *Offload, oc Outcome, r Reason, observed int64) (*Offload, error) {
+func (o *Offloader) finish(ctx context.Context, out *OffloadResult, oc Outcome, r Reason, observed int64) (*OffloadResult, error) {
 	ref := ""
 	if oc == Offloaded || oc == ExistingReference {
 		ref = out.Ref.String()
@@ -179,11 +179,11 @@ func (o *Offloader) finish(ctx context.Context, out *Offload, oc Outcome, r Reas
 
 // failed builds a failed or recovery_required outcome that keeps the
 // original content.
-func (o *Offloader) failed(ctx context.Context, orig any, b []byte, oc Outcome, r Reason, observed int64) (*Offload, error) {
-	return o.finish(ctx, &Offload{Original: orig, content: b}, oc, r, observed)
+func (o *Offloader) failed(ctx context.Context, orig any, b []byte, oc Outcome, r Reason, observed int64) (*OffloadResult, error) {
+	return o.finish(ctx, &OffloadResult{Original: orig, content: b}, oc, r, observed)
 }
 
-func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte) (*Offload, error) {
+func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte) (*OffloadResult, error) {
 	n := int64(len(b))
 	if o.binding == nil || o.binding.store == nil {
 		return o.failed(ctx, orig, b, Failed, NoAuthorizedWorkspace, n)

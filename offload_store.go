@@ -75,23 +75,23 @@ func (st *storing) commit(ctx context.Context) (landed bool, err error) {
 	return res == workspace.Created || res == workspace.Replaced, nil
 }
 
-func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*Offload, error) {
+func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadResult, error) {
 	o := st.o
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
-		out := &Offload{Ref: st.ref, Notice: storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName()), Consumed: st.read}
+		out := &OffloadResult{Ref: st.ref, Notice: storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName()), Consumed: st.read}
 		return o.finish(ctx, out, oc, r, st.size)
 	}
 	st.discard()
 	if st.rewind != nil {
 		st.rewind()
 	}
-	return o.finish(ctx, &Offload{Original: st.orig, content: st.bytes, Consumed: st.read}, oc, r, st.size)
+	return o.finish(ctx, &OffloadResult{Original: st.orig, content: st.bytes, Consumed: st.read}, oc, r, st.size)
 }
 
 // abort gives up without a decision: nothing of this call became visible.
-func (st *storing) abort(err error) (*Offload, error) {
+func (st *storing) abort(err error) (*OffloadResult, error) {
 	st.discard()
 	if st.rewind != nil {
 		st.rewind()
@@ -104,7 +104,7 @@ func isCorruptOrGone(err error) bool {
 }
 
 // decide runs §4 step 5 for a result whose digest and size are known.
-func (st *storing) decide(ctx context.Context) (*Offload, error) {
+func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
 	store, owner := st.o.binding.store, st.o.binding.owner
 	rec, err := store.GetRecord(ctx, owner, st.ref)
 	if err == nil {
@@ -177,7 +177,7 @@ func (st *storing) createRecord(ctx context.Context) (bool, error) {
 
 // recorded decides from the record commit; landed says whether this call's
 // bytes became the body.
-func (st *storing) recorded(ctx context.Context, landed, created bool, err error) (*Offload, error) {
+func (st *storing) recorded(ctx context.Context, landed, created bool, err error) (*OffloadResult, error) {
 	switch {
 	case err != nil && ctx.Err() != nil && landed:
 		return st.result(ctx, RecoveryRequired, CanceledAfterWrite)
@@ -192,7 +192,7 @@ func (st *storing) recorded(ctx context.Context, landed, created bool, err error
 // decideOwn handles a result this owner already has a record for. handled
 // is false when the record turned out to have been collected meanwhile and
 // nothing was written: the caller then decides as for a new owner.
-func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (out *Offload, handled bool, err error) {
+func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (out *OffloadResult, handled bool, err error) {
 	store := st.o.binding.store
 	verr := store.VerifyBody(ctx, st.ref, st.size)
 	landed, wrote := false, false
@@ -243,7 +243,7 @@ func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (out *Off
 // recovery_required and r is an io.Seeker, r is rewound to where it was, so
 // the caller can still use the content; otherwise Consumed says how much was
 // read.
-func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (*Offload, error) {
+func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (*OffloadResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -254,7 +254,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	n, err := io.CopyN(&head, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
 	switch {
 	case err == io.EOF:
-		out := &Offload{content: head.Bytes(), Consumed: n}
+		out := &OffloadResult{content: head.Bytes(), Consumed: n}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	case err != nil:
 		return nil, sourceError(err)

@@ -45,7 +45,7 @@ func TestPrivacy(t *testing.T) {
 
 	var notices []string
 	var diags []*hybridctx.Diagnostics
-	do := func(o *hybridctx.Offload, err error) {
+	do := func(o *hybridctx.OffloadResult, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)

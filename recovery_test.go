@@ -97,7 +97,7 @@ func TestConcurrentSameContent(t *testing.T) {
 	body := strings.Repeat("concurrent body ", 4096)
 	const n = 32
 	var wg sync.WaitGroup
-	outs := make([]*hybridctx.Offload, 2*n)
+	outs := make([]*hybridctx.OffloadResult, 2*n)
 	for i := range 2 * n {
 		wg.Add(1)
 		go func() {

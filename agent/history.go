@@ -41,7 +41,7 @@ type Message struct {
 	IsError bool
 	// Offload is the decision behind a tool message's content; nil for a
 	// tool error and for the other roles.
-	Offload *hybridctx.Offload
+	Offload *hybridctx.OffloadResult
 }
 
 // ErrInvariant is wrapped by *InvariantError.

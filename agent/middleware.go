@@ -43,7 +43,7 @@ func (m *Middleware) Offloader() *hybridctx.Offloader { return m.off }
 // The error wraps ErrToolFailed when the tool failed (no decision, no
 // event), or is the Offloader's error when no decision could be made (a
 // cancelled context, a result encoding/json cannot encode).
-func (m *Middleware) Call(ctx context.Context, call hybridctx.Call, tool ToolFunc, args json.RawMessage) (*hybridctx.Offload, error) {
+func (m *Middleware) Call(ctx context.Context, call hybridctx.Call, tool ToolFunc, args json.RawMessage) (*hybridctx.OffloadResult, error) {
 	if tool == nil {
 		return nil, fmt.Errorf("%w: no tool body", ErrToolFailed)
 	}
@@ -56,11 +56,11 @@ func (m *Middleware) Call(ctx context.Context, call hybridctx.Call, tool ToolFun
 
 // WrappedFunc is a tool wrapped by a Middleware: it takes the call id the
 // model gave and returns the decision (see Middleware.Call).
-type WrappedFunc func(ctx context.Context, callID string, args json.RawMessage) (*hybridctx.Offload, error)
+type WrappedFunc func(ctx context.Context, callID string, args json.RawMessage) (*hybridctx.OffloadResult, error)
 
 // Wrap returns tool as a WrappedFunc recording name as the tool name.
 func (m *Middleware) Wrap(name string, tool ToolFunc) WrappedFunc {
-	return func(ctx context.Context, callID string, args json.RawMessage) (*hybridctx.Offload, error) {
+	return func(ctx context.Context, callID string, args json.RawMessage) (*hybridctx.OffloadResult, error) {
 		return m.Call(ctx, hybridctx.Call{Tool: name, ID: callID}, tool, args)
 	}
 }

@@ -82,7 +82,7 @@ func TestLargeBodiesStream(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			ctx := context.Background()
 			c := client(t, d.url)
-			var out *hybridctx.Offload
+			var out *hybridctx.OffloadResult
 			var err error
 			grew := peakHeap(func() {
 				out, err = c.off.OffloadReader(ctx, hybridctx.Call{Tool: "dump", ID: "1"},

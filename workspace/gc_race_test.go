@@ -99,7 +99,7 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 		owner artifact.Owner
 		ref   artifact.Ref
 		data  []byte
-		out   *hybridctx.Offload
+		out   *hybridctx.OffloadResult
 		err   error
 	}
 	var (
@@ -114,7 +114,7 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 	offload := func(name string, owner artifact.Owner, i int, stream bool) {
 		defer wg.Done()
 		o := offloader(t, s, owner)
-		var out *hybridctx.Offload
+		var out *hybridctx.OffloadResult
 		var err error
 		if stream {
 			out, err = o.OffloadReader(ctx, hybridctx.Call{Tool: "t", ID: name}, bytes.NewReader(contents[i]))

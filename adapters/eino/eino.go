@@ -32,7 +32,7 @@ type Options struct {
 	// OnDecision, when set, receives every offload decision with the tool
 	// call it decided, for the host (the model sees only the decision's
 	// Text). It runs on the tool-call goroutine.
-	OnDecision func(ctx context.Context, in *compose.ToolInput, out *hybridctx.Offload)
+	OnDecision func(ctx context.Context, in *compose.ToolInput, out *hybridctx.OffloadResult)
 }
 
 // ErrNilOffloader is returned for a nil Offloader.
@@ -54,11 +54,11 @@ func ToolMiddleware(off *hybridctx.Offloader, opts *Options) (compose.ToolMiddle
 	if off == nil {
 		return compose.ToolMiddleware{}, ErrNilOffloader
 	}
-	var hook func(context.Context, *compose.ToolInput, *hybridctx.Offload)
+	var hook func(context.Context, *compose.ToolInput, *hybridctx.OffloadResult)
 	if opts != nil {
 		hook = opts.OnDecision
 	}
-	decided := func(ctx context.Context, in *compose.ToolInput, out *hybridctx.Offload) {
+	decided := func(ctx context.Context, in *compose.ToolInput, out *hybridctx.OffloadResult) {
 		if hook != nil {
 			hook(ctx, in, out)
 		}

@@ -121,7 +121,7 @@ func TestToolsNode(t *testing.T) {
 	e := newEnv(t, 1<<20)
 	big, small := logText(5000), "tiny result"
 	var decided []string
-	mw, err := hybrideino.ToolMiddleware(e.off, &hybrideino.Options{OnDecision: func(_ context.Context, in *compose.ToolInput, out *hybridctx.Offload) {
+	mw, err := hybrideino.ToolMiddleware(e.off, &hybrideino.Options{OnDecision: func(_ context.Context, in *compose.ToolInput, out *hybridctx.OffloadResult) {
 		decided = append(decided, in.Name+":"+out.Outcome().String())
 	}})
 	if err != nil {

@@ -181,7 +181,7 @@ func runCrashWorkload(t *testing.T, crashAt int, mutant bool) *crashRun {
 	offload := func(step string, owner artifact.Owner, data []byte, stream bool) {
 		b, _ := hybridctx.NewBinding(owner, store)
 		o, _ := hybridctx.NewOffloader(b, hybridctx.Policy{InlineThreshold: 4096}, &hybridctx.OffloaderOptions{Clock: clk.Now})
-		var out *hybridctx.Offload
+		var out *hybridctx.OffloadResult
 		if stream {
 			out, err = o.OffloadReader(ctx, hybridctx.Call{Tool: "t", ID: step}, bytes.NewReader(data))
 		} else {

@@ -76,7 +76,7 @@ type faultStep struct {
 	name  string
 	owner artifact.Owner
 	data  []byte
-	out   *hybridctx.Offload
+	out   *hybridctx.OffloadResult
 	// left is how many bytes a stream source still holds afterwards
 	// (rewound after a failure, so all of them), or -1 for byte input.
 	left int
@@ -92,7 +92,7 @@ func faultWorkload(t testing.TB, dir string, store *workspace.Store, clk *fakeCl
 	offload := func(name string, owner artifact.Owner, data []byte, stream bool) {
 		b, _ := hybridctx.NewBinding(owner, store)
 		o, _ := hybridctx.NewOffloader(b, hybridctx.Policy{InlineThreshold: 4096}, &hybridctx.OffloaderOptions{Clock: clk.Now})
-		var out *hybridctx.Offload
+		var out *hybridctx.OffloadResult
 		var err error
 		left := -1
 		if stream {

@@ -94,7 +94,7 @@ func TestGCConcurrentWithReuse(t *testing.T) {
 		var wg sync.WaitGroup
 		var rep workspace.GCReport
 		var gcErr error
-		outs := make([]*hybridctx.Offload, len(contents))
+		outs := make([]*hybridctx.OffloadResult, len(contents))
 		wg.Add(1 + len(contents))
 		go func() {
 			defer wg.Done()
@@ -141,7 +141,7 @@ func TestGCConcurrentWithReuse(t *testing.T) {
 }
 
 // offloadWith offloads c for owner and fails the test unless it is stored.
-func offloadWith(t *testing.T, store *workspace.Store, owner artifact.Owner, clk *fakeClock, c []byte) *hybridctx.Offload {
+func offloadWith(t *testing.T, store *workspace.Store, owner artifact.Owner, clk *fakeClock, c []byte) *hybridctx.OffloadResult {
 	b, _ := hybridctx.NewBinding(owner, store)
 	o, _ := hybridctx.NewOffloader(b, hybridctx.Policy{InlineThreshold: 64}, &hybridctx.OffloaderOptions{Clock: clk.Now})
 	out, err := o.Offload(context.Background(), hybridctx.Call{Tool: "t", ID: "c"}, c)
