@@ -195,8 +195,9 @@ func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []b
 	// workspace lacks the body: a result seen again costs no write at all
 	// (§4: existing_reference writes nothing). The write reuses the digest.
 	st := storing{o: o, call: call, size: n, bytes: b, orig: orig}
-	st.digest, st.kind, st.lines = digestBytes(b)
-	st.ref = st.digest.Ref()
+	if err := st.digestBytes(ctx); err != nil {
+		return st.abort(err)
+	}
 	return st.decide(ctx)
 }
 

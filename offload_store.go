@@ -5,24 +5,23 @@ import (
 	"context"
 	"errors"
 	"io"
-	"io/fs"
 	"math"
-	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/internal/classify"
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// touchEvery bounds how often a reuse refreshes a record's last-used time.
-const touchEvery = time.Hour
-
 // digestBytes hashes and classifies byte input in one pass over it (the
 // two overlapped on a large body), keeping the digest for the write.
-func digestBytes(b []byte) (workspace.Digested, string, int64) {
+func (st *storing) digestBytes(ctx context.Context) error {
 	var c classify.Classifier
-	d := workspace.DigestBytes(b, &c)
-	return d, c.Kind().String(), c.Lines()
+	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: &c})
+	if err != nil {
+		return err
+	}
+	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
+	return nil
 }
 
 // storing carries one oversized result through §4 step 5.
@@ -35,44 +34,16 @@ type storing struct {
 	lines int64
 
 	bytes   []byte             // byte input; nil for a stream
-	digest  workspace.Digested // byte input, hashed once
 	orig    any                // byte input's original value
-	pending *workspace.Pending // stream input: already written, not committed
+	pending *workspace.Pending // the body: hashed, written only if needed
 	rewind  func()             // stream input: restore the source, if possible
 	read    int64              // stream input: bytes consumed
-}
-
-// ingest returns the pending body, writing it now for byte input.
-func (st *storing) ingest(ctx context.Context) (*workspace.Pending, error) {
-	if st.pending != nil {
-		return st.pending, nil
-	}
-	p, err := st.o.binding.store.IngestDigested(ctx, st.digest)
-	if err != nil {
-		return nil, err
-	}
-	st.pending = p
-	return p, nil
 }
 
 func (st *storing) discard() {
 	if st.pending != nil {
 		st.pending.Discard()
 	}
-}
-
-// commit writes the body if needed and reports whether this call's bytes
-// landed (created or replaced).
-func (st *storing) commit(ctx context.Context) (landed bool, err error) {
-	p, err := st.ingest(ctx)
-	if err != nil {
-		return false, err
-	}
-	res, err := p.Commit(ctx)
-	if err != nil {
-		return false, err
-	}
-	return res == workspace.Created || res == workspace.Replaced, nil
 }
 
 func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadResult, error) {
@@ -99,142 +70,38 @@ func (st *storing) abort(err error) (*OffloadResult, error) {
 	return nil, err
 }
 
-func isCorruptOrGone(err error) bool {
-	return errors.Is(err, workspace.ErrCorrupt) || errors.Is(err, fs.ErrNotExist)
+// attachDecisions maps what the workspace did in §4 step 5 to the
+// decision's outcome and reason.
+var attachDecisions = map[workspace.AttachCase]struct {
+	outcome Outcome
+	reason  Reason
+}{
+	workspace.AttachCreated:            {Offloaded, ThresholdExceeded},
+	workspace.AttachExisting:           {ExistingReference, ExistingContentMatch},
+	workspace.AttachReplaced:           {Offloaded, ReplacedCorruptBody},
+	workspace.AttachLostRace:           {ExistingReference, ExistingContentMatch},
+	workspace.AttachReadFailed:         {Failed, WorkspaceReadFailed},
+	workspace.AttachWriteFailed:        {Failed, WorkspaceWriteFailed},
+	workspace.AttachRecordFailed:       {RecoveryRequired, RecordCommitFailed},
+	workspace.AttachCanceledAfterWrite: {RecoveryRequired, CanceledAfterWrite},
 }
 
-// decide runs §4 step 5 for a result whose digest and size are known.
+// decide runs §4 step 5 for a result whose digest and size are known: the
+// workspace attaches the body to the owner and the case it reports is the
+// decision.
 func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
-	store, owner := st.o.binding.store, st.o.binding.owner
-	rec, err := store.GetRecord(ctx, owner, st.ref)
-	if err == nil {
-		out, handled, derr := st.decideOwn(ctx, rec)
-		if handled {
-			return out, derr
-		}
-		// The record was collected meanwhile: decide as for a new owner.
-		err = fs.ErrNotExist
-	}
-	switch {
-	case ctx.Err() != nil:
-		return st.abort(ctx.Err())
-	case !errors.Is(err, fs.ErrNotExist):
-		return st.result(ctx, Failed, WorkspaceReadFailed)
-	}
-	// Reusing a stored body: hold its lock from finding it present to
-	// committing the record, so that garbage collection cannot delete it in
-	// between. A body written below, by this call or a concurrent one, was
-	// committed just now and is protected by the grace period instead.
-	unlock, err := store.LockBody(ctx, st.ref)
-	if err != nil {
-		if ctx.Err() != nil {
-			return st.abort(ctx.Err())
-		}
-		return st.result(ctx, Failed, WorkspaceWriteFailed)
-	}
-	verr := store.VerifyBody(ctx, st.ref, st.size)
-	if verr == nil && ctx.Err() == nil {
-		created, err := st.createRecord(ctx)
-		unlock()
-		return st.recorded(ctx, false, created, err)
-	}
-	unlock()
-	landed := false
-	switch {
-	case ctx.Err() != nil:
-		return st.abort(ctx.Err())
-	case isCorruptOrGone(verr):
-		landed, err = st.commit(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return st.abort(ctx.Err())
-			}
-			return st.result(ctx, Failed, WorkspaceWriteFailed)
-		}
-	default:
-		return st.result(ctx, Failed, WorkspaceWriteFailed)
-	}
-	if ctx.Err() != nil {
-		if landed {
-			return st.result(ctx, RecoveryRequired, CanceledAfterWrite)
-		}
-		return st.abort(ctx.Err())
-	}
-	created, err := st.createRecord(ctx)
-	return st.recorded(ctx, landed, created, err)
-}
-
-// createRecord creates this owner's record of the body.
-func (st *storing) createRecord(ctx context.Context) (bool, error) {
 	now := st.o.clock().UTC()
-	return st.o.binding.store.CreateRecord(ctx, artifact.Record{
-		Owner: st.o.binding.owner, Ref: st.ref, Size: st.size, Kind: st.kind,
+	c, err := st.o.binding.store.Attach(ctx, st.pending, artifact.Record{
+		Owner: st.o.binding.owner, Kind: st.kind,
 		Tool: st.call.Tool, CallID: st.call.ID,
 		Description: st.o.describe(st.call.Tool, st.call.ID),
 		CreatedAt:   now, LastUsedAt: now,
 	})
-}
-
-// recorded decides from the record commit; landed says whether this call's
-// bytes became the body.
-func (st *storing) recorded(ctx context.Context, landed, created bool, err error) (*OffloadResult, error) {
-	switch {
-	case err != nil && ctx.Err() != nil && landed:
-		return st.result(ctx, RecoveryRequired, CanceledAfterWrite)
-	case err != nil:
-		return st.result(ctx, RecoveryRequired, RecordCommitFailed)
-	case created:
-		return st.result(ctx, Offloaded, ThresholdExceeded)
+	d, ok := attachDecisions[c]
+	if !ok {
+		return st.abort(err)
 	}
-	return st.result(ctx, ExistingReference, ExistingContentMatch)
-}
-
-// decideOwn handles a result this owner already has a record for. handled
-// is false when the record turned out to have been collected meanwhile and
-// nothing was written: the caller then decides as for a new owner.
-func (st *storing) decideOwn(ctx context.Context, rec artifact.Record) (out *OffloadResult, handled bool, err error) {
-	store := st.o.binding.store
-	verr := store.VerifyBody(ctx, st.ref, st.size)
-	landed, wrote := false, false
-	switch {
-	case verr == nil:
-	case ctx.Err() != nil:
-		out, err = st.abort(ctx.Err())
-		return out, true, err
-	case !isCorruptOrGone(verr):
-		out, err = st.result(ctx, Failed, WorkspaceReadFailed)
-		return out, true, err
-	default:
-		landed, err = st.commit(ctx)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			out, err = st.abort(ctx.Err())
-			return out, true, err
-		case err != nil:
-			out, err = st.result(ctx, Failed, WorkspaceWriteFailed)
-			return out, true, err
-		}
-		wrote = true
-	}
-	// The body is in place. Refresh the record's last-used time (at most
-	// hourly); a record found gone was collected since it was read.
-	if now := st.o.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
-		terr := store.TouchRecord(ctx, rec.Owner, st.ref, now)
-		if errors.Is(terr, fs.ErrNotExist) && ctx.Err() == nil {
-			if !wrote {
-				return nil, false, nil
-			}
-			created, err := st.createRecord(ctx)
-			out, err = st.recorded(ctx, landed, created, err)
-			return out, true, err
-		}
-	}
-	if landed {
-		out, err = st.result(ctx, Offloaded, ReplacedCorruptBody)
-	} else {
-		out, err = st.result(ctx, ExistingReference, ExistingContentMatch)
-	}
-	return out, true, err
+	return st.result(ctx, d.outcome, d.reason)
 }
 
 // OffloadReader decides a streamed tool result in bounded memory: it reads

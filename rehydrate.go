@@ -200,7 +200,7 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 	}
 	// Reading a body is using it: refresh the record's last-used time, at
 	// most hourly, so retention keeps what is still being read.
-	if now := h.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
+	if now := h.clock(); now.Sub(rec.LastUsedAt) >= workspace.TouchEvery {
 		_ = store.TouchRecord(ctx, h.binding.owner, ref, now)
 	}
 	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)

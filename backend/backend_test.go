@@ -18,6 +18,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
 	"github.com/hybridctx/hybridctx/workspace/blobstore/blobtest"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/pgstore"
 	"github.com/hybridctx/hybridctx/workspace/pgstore/pgtest"
 )
@@ -113,7 +114,7 @@ func TestOpenExistingBackends(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Open(%q): %v", u, err)
 		}
-		if _, _, res, err := s.Put(ctx, strings.NewReader("abc"), nil); err != nil || res != workspace.Created {
+		if _, _, res, err := drivertest.Put(ctx, s, strings.NewReader("abc"), nil); err != nil || res != workspace.Created {
 			t.Fatalf("Put on %q = %v, %v", u, res, err)
 		}
 		s.Close()
@@ -130,7 +131,7 @@ func roundTrip(t *testing.T, s *workspace.Store) {
 	t.Helper()
 	ctx := context.Background()
 	data := bytes.Repeat([]byte("distributed "), 1000)
-	ref, _, res, err := s.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, res, err := drivertest.Put(ctx, s, bytes.NewReader(data), nil)
 	if err != nil || res != workspace.Created {
 		t.Fatalf("Put = %v, %v", res, err)
 	}

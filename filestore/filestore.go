@@ -38,7 +38,6 @@
 package filestore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -175,11 +174,14 @@ func (s *Store) Write(ctx context.Context, path string, content []byte) error {
 	if int64(len(content)) > s.maxFile {
 		return fmt.Errorf("%w: %d bytes, the limit is %d", ErrTooLarge, len(content), s.maxFile)
 	}
-	ref, size, _, err := s.ws.Put(ctx, bytes.NewReader(content), &workspace.IngestOptions{MaxBytes: s.maxFile})
+	body, err := s.ws.IngestBytes(ctx, content, &workspace.IngestOptions{MaxBytes: s.maxFile})
+	if err == nil {
+		_, err = body.Commit(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("filestore: write: %w", err)
 	}
-	return s.index.Put(ctx, s.b.Owner(), Entry{Path: p, Ref: ref, Size: size})
+	return s.index.Put(ctx, s.b.Owner(), Entry{Path: p, Ref: body.Ref(), Size: body.Size()})
 }
 
 // Exists reports whether the file exists (false for a reserved path).

@@ -49,34 +49,39 @@ type IngestOptions struct {
 	Observer io.Writer
 }
 
-// Pending is a body that has been written and hashed but is not yet visible.
-// End it with Commit or Discard.
+// Pending is a body that has been hashed but is not yet visible: already
+// written (Ingest), or still in memory and written only when it has to be
+// (IngestBytes). End it with Commit, Attach or Discard.
 type Pending struct {
 	s    *Store
-	w    driver.Writer
+	w    driver.Writer // nil while the bytes are only in memory
+	b    []byte        // IngestBytes: the bytes, until written
 	ref  artifact.Ref
 	size int64
 	done bool
 }
 
-// Ref is the reference of the written bytes.
+// Ref is the reference of the body's bytes.
 func (p *Pending) Ref() artifact.Ref { return p.ref }
 
-// Size is the number of bytes written.
+// Size is the number of bytes of the body.
 func (p *Pending) Size() int64 { return p.size }
 
-// Discard drops the written bytes. It is safe to call after Commit.
+// Discard drops the body. It is safe to call after Commit or Attach.
 func (p *Pending) Discard() {
 	if !p.done {
 		p.done = true
-		_ = p.w.Abort()
+		if p.w != nil {
+			_ = p.w.Abort()
+		}
 	}
 }
 
 // Ingest streams r into a new pending body while hashing it, in bounded
-// memory. Nothing is visible until Commit. On error nothing is left behind;
-// n is the number of bytes read from r either way. A read error from r is
-// returned as is (not wrapped), so callers can tell it from a storage error.
+// memory. Nothing is visible until Commit or Attach. On error nothing is
+// left behind; n is the number of bytes read from r either way. A read error
+// from r is returned as is (not wrapped), so callers can tell it from a
+// storage error.
 func (s *Store) Ingest(ctx context.Context, r io.Reader, opts *IngestOptions) (p *Pending, n int64, err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, 0, err
@@ -106,85 +111,20 @@ func (s *Store) Ingest(ctx context.Context, r io.Reader, opts *IngestOptions) (p
 	return &Pending{s: s, w: w, ref: artifact.RefFromSum(sum), size: n}, n, nil
 }
 
-// Digested is a body held in memory together with its SHA-256 reference,
-// computed once by DigestBytes, so that IngestDigested can store it without
-// hashing it a second time. The zero value holds no body.
-type Digested struct {
-	b   []byte
-	ref artifact.Ref
-}
-
-// parallelMin is the smallest body whose observer DigestBytes runs on a
+// parallelMin is the smallest body whose observer IngestBytes runs on a
 // goroutine of its own, overlapped with the hash.
 const parallelMin = chunkSize
 
-// DigestBytes hashes b and, when observer is non-nil, writes b to it once
-// (for example a classifier). For a body larger than one chunk the observer
-// runs on its own goroutine while b is hashed, so the two cost the time of
-// the slower one. The bytes are not copied: they must not change until the
-// Digested is no longer used.
-func DigestBytes(b []byte, observer io.Writer) Digested {
-	if observer == nil {
-		return Digested{b: b, ref: artifact.RefOf(b)}
-	}
-	if len(b) < parallelMin {
-		_, _ = observer.Write(b)
-		return Digested{b: b, ref: artifact.RefOf(b)}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = observer.Write(b)
-	}()
-	ref := artifact.RefOf(b)
-	<-done
-	return Digested{b: b, ref: ref}
-}
-
-// Ref is the reference of the digested bytes (zero for the zero value).
-func (d Digested) Ref() artifact.Ref { return d.ref }
-
-// Size is the number of digested bytes.
-func (d Digested) Size() int64 { return int64(len(d.b)) }
-
-// IngestDigested is Ingest for a body DigestBytes hashed: it writes the
-// bytes into a new pending body, in chunks with ctx checked between them,
-// and reuses the digest instead of hashing them again. A zero Digested is
-// ErrInvalidRef; a write error is a storage error, as for Ingest.
-func (s *Store) IngestDigested(ctx context.Context, d Digested) (*Pending, error) {
-	if err := s.check(ctx, d.ref); err != nil {
-		return nil, wrap("put", d.ref, err)
-	}
-	w, err := s.bodies.NewWriter(ctx)
-	if err != nil {
-		return nil, wrap("put", artifact.Ref{}, err)
-	}
-	for rest := d.b; len(rest) > 0; {
-		if err := ctx.Err(); err != nil {
-			_ = w.Abort()
-			return nil, wrap("put", artifact.Ref{}, err)
-		}
-		k := min(len(rest), chunkSize)
-		if _, err := w.Write(rest[:k]); err != nil {
-			_ = w.Abort()
-			return nil, wrap("put", artifact.Ref{}, err)
-		}
-		rest = rest[k:]
-	}
-	return &Pending{s: s, w: w, ref: d.ref, size: d.Size()}, nil
-}
-
-// IngestBytes is Ingest for a body already in memory: the same pending
-// body, hashed while it is written, without copying b. For a body larger
-// than one chunk the hash runs on its own goroutine while the observer
-// sees and the writer takes the chunks, so the two overlap. b must not
-// change until IngestBytes returns.
+// IngestBytes is Ingest for a body already in memory: it hashes b now and
+// writes it only when Commit or Attach needs the bytes, so that a body the
+// workspace already holds costs no write at all. When opts has an
+// observer (for example a classifier) it sees b once; for a body larger
+// than one chunk it runs on its own goroutine while b is hashed, so the two
+// cost the time of the slower one. b is not copied: it must not change
+// until the Pending is ended.
 func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	if s.closed.Load() {
-		return nil, wrap("put", artifact.Ref{}, ErrClosed)
 	}
 	var o IngestOptions
 	if opts != nil {
@@ -193,19 +133,52 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 	if o.MaxBytes > 0 && int64(len(b)) > o.MaxBytes {
 		return nil, wrap("put", artifact.Ref{}, ErrTooLarge)
 	}
-	w, err := s.bodies.NewWriter(ctx)
-	if err != nil {
-		return nil, wrap("put", artifact.Ref{}, err)
+	var ref artifact.Ref
+	switch {
+	case o.Observer == nil:
+		ref = artifact.RefOf(b)
+	case len(b) < parallelMin:
+		_, _ = o.Observer.Write(b)
+		ref = artifact.RefOf(b)
+	default:
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_, _ = o.Observer.Write(b)
+		}()
+		ref = artifact.RefOf(b)
+		<-done
 	}
-	h := sha256.New()
-	n, err := pumpBytes(ctx, b, ingestStages(h, w, o.Observer)...)
-	if err != nil {
-		_ = w.Abort()
-		return nil, wrap("put", artifact.Ref{}, err)
+	return &Pending{s: s, b: b, ref: ref, size: int64(len(b))}, nil
+}
+
+// write puts bytes held in memory into a new driver writer, in chunks with
+// ctx checked between them. It does nothing for a body already written.
+func (p *Pending) write(ctx context.Context) error {
+	if p.w != nil {
+		return nil
 	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return &Pending{s: s, w: w, ref: artifact.RefFromSum(sum), size: n}, nil
+	if p.s.closed.Load() {
+		return wrap("put", p.ref, ErrClosed)
+	}
+	w, err := p.s.bodies.NewWriter(ctx)
+	if err != nil {
+		return wrap("put", artifact.Ref{}, err)
+	}
+	for rest := p.b; len(rest) > 0; {
+		if err := ctx.Err(); err != nil {
+			_ = w.Abort()
+			return wrap("put", artifact.Ref{}, err)
+		}
+		k := min(len(rest), chunkSize)
+		if _, err := w.Write(rest[:k]); err != nil {
+			_ = w.Abort()
+			return wrap("put", artifact.Ref{}, err)
+		}
+		rest = rest[k:]
+	}
+	p.w, p.b = w, nil
+	return nil
 }
 
 // copyHashed copies r to w and h (and the observer), honouring MaxBytes and
@@ -252,6 +225,9 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, wrap("put", p.ref, err)
 	}
+	if err := p.write(ctx); err != nil {
+		return 0, err
+	}
 	key := p.ref.Hex()
 	err := p.w.Commit(ctx, key, false)
 	if err == nil {
@@ -268,8 +244,8 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 	if !errors.Is(verr, ErrCorrupt) && !isNotExist(verr) {
 		return 0, verr
 	}
-	if l, ok := p.s.bodies.(driver.Locker); ok {
-		unlock, err := l.Lock(ctx, key)
+	if p.s.locker != nil {
+		unlock, err := p.s.locker.Lock(ctx, key)
 		if err != nil {
 			return 0, wrap("put", p.ref, err)
 		}
@@ -303,16 +279,6 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 	}
 	p.done = true
 	return Replaced, nil
-}
-
-// Put ingests r and commits it: the convenience form of Ingest + Commit.
-func (s *Store) Put(ctx context.Context, r io.Reader, opts *IngestOptions) (artifact.Ref, int64, PutResult, error) {
-	p, _, err := s.Ingest(ctx, r, opts)
-	if err != nil {
-		return artifact.Ref{}, 0, 0, err
-	}
-	res, err := p.Commit(ctx)
-	return p.ref, p.size, res, err
 }
 
 // VerifyBody checks that the body of ref is present, has size bytes (when

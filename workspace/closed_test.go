@@ -18,7 +18,7 @@ func TestClosedStoreRefusesEverything(t *testing.T) {
 	m := memstore.New()
 	inst := drivertest.Instrument(m, m, nil)
 	s := workspace.New(inst, inst)
-	ref, _, _, err := s.Put(ctx, bytes.NewReader([]byte("closed")), nil)
+	ref, _, _, err := drivertest.Put(ctx, s, bytes.NewReader([]byte("closed")), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

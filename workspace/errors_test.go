@@ -38,7 +38,7 @@ func TestErrorIsTyped(t *testing.T) {
 
 	_, statErr := s.StatBody(ctx, absent)
 	_, rangeErr := s.ReadVerified(ctx, ref, size, size, 1)
-	_, _, _, bigErr := s.Put(ctx, bytes.NewReader(bodyOf(1, 100)), &workspace.IngestOptions{MaxBytes: 10})
+	_, _, _, bigErr := drivertest.Put(ctx, s, bytes.NewReader(bodyOf(1, 100)), &workspace.IngestOptions{MaxBytes: 10})
 	m.Tamper(ref.Hex(), bytes.ToUpper(data))
 	corruptErr := s.VerifyBody(ctx, ref, size)
 	_, readCorruptErr := s.ReadVerified(ctx, ref, size, 0, size)
@@ -94,7 +94,7 @@ func TestErrorIsTyped(t *testing.T) {
 		}
 		return nil
 	}})
-	_, _, _, err := workspace.New(in, in).Put(ctx, bytes.NewReader(data), nil)
+	_, _, _, err := drivertest.Put(ctx, workspace.New(in, in), bytes.NewReader(data), nil)
 	if we := asError(t, err); we.Op != "repair" || !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("failed repair: %v, want op repair wrapping fs.ErrPermission", err)
 	}

@@ -4,13 +4,15 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
+	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
 // ExampleStore_IngestBytes stores a body that is already in memory: it is
-// hashed while it is written, without a copy, then committed.
+// hashed at once, without a copy, and written when committed.
 func ExampleStore_IngestBytes() {
 	ctx := context.Background()
 	m := memstore.New()
@@ -30,28 +32,29 @@ func ExampleStore_IngestBytes() {
 	// artifact://sha256/602be29ea3cce0cc7f85ca3e6c130f2e1fb61917b798838ea326d12f8dc25601 16 created
 }
 
-// ExampleDigestBytes hashes a body first, to look it up, and writes it
-// later only if needed, without hashing it again.
-func ExampleDigestBytes() {
+// ExampleStore_Attach binds a body to its owner: the first time it stores
+// the body and creates the owner's record; the same bytes again find both
+// and write nothing.
+func ExampleStore_Attach() {
 	ctx := context.Background()
 	m := memstore.New()
 	s := workspace.New(m, m)
 	defer s.Close()
 
-	d := workspace.DigestBytes([]byte("hello, workspace"), nil)
-	if _, err := s.StatBody(ctx, d.Ref()); err == nil {
-		fmt.Println("already stored")
-		return
+	owner := artifact.Owner{User: "ada", Workflow: "triage", Session: "s1"}
+	now := time.Now()
+	for range 2 {
+		p, err := s.IngestBytes(ctx, []byte("a large tool result"), nil)
+		if err != nil {
+			log.Fatal(err)
+		}
+		c, err := s.Attach(ctx, p, artifact.Record{Owner: owner, CreatedAt: now, LastUsedAt: now})
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(c)
 	}
-	p, err := s.IngestDigested(ctx, d)
-	if err != nil {
-		log.Fatal(err)
-	}
-	res, err := p.Commit(ctx)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(d.Ref() == p.Ref(), res)
 	// Output:
-	// true created
+	// created
+	// existing
 }

@@ -10,18 +10,23 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
-// Example stores a body in a memory-backed workspace and reads it back,
-// verified against its digest.
+// Example streams a body into a memory-backed workspace, hashing it as it
+// is written, commits it, and reads it back verified against its digest.
 func Example() {
 	ctx := context.Background()
 	m := memstore.New()
 	s := workspace.New(m, m)
 	defer s.Close()
 
-	ref, size, res, err := s.Put(ctx, strings.NewReader("hello, workspace"), nil)
+	p, size, err := s.Ingest(ctx, strings.NewReader("hello, workspace"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
+	res, err := p.Commit(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	ref := p.Ref()
 	fmt.Println(ref)
 	fmt.Println(size, res)
 

@@ -67,28 +67,6 @@ type GCReport struct {
 	BodiesRecent     int64 `json:"bodies_recent"`
 }
 
-// LockBody takes the per-body lock of ref (driver.Locker), which holds
-// across every process sharing the workspace, and returns the function that
-// releases it. Code that creates a record for a body it did not write itself
-// holds this lock from the moment it finds the body present until the
-// record is committed, so that CollectGarbage cannot delete the body in
-// between. On a backend without a Locker it returns a no-op (and
-// CollectGarbage refuses to run there).
-func (s *Store) LockBody(ctx context.Context, ref artifact.Ref) (unlock func(), err error) {
-	if err := s.check(ctx, ref); err != nil {
-		return nil, wrap("lock", ref, err)
-	}
-	l, ok := s.bodies.(driver.Locker)
-	if !ok {
-		return func() {}, nil
-	}
-	u, err := l.Lock(ctx, ref.Hex())
-	if err != nil {
-		return nil, wrap("lock", ref, err)
-	}
-	return func() { _ = u() }, nil
-}
-
 // CollectGarbage applies the retention policy (nil opts = defaults): it
 // first deletes the records unused for longer than opts.MaxAge, then the
 // bodies that no record references and that are older than the grace
@@ -97,7 +75,7 @@ func (s *Store) LockBody(ctx context.Context, ref artifact.Ref) (unlock func(), 
 //
 // It never deletes a body a record points to, even while offloads run in
 // other goroutines or processes: each candidate body is deleted under its
-// per-body lock (see LockBody) after re-checking, under the lock, that it is
+// per-body lock (see lockBody) after re-checking, under the lock, that it is
 // still older than the grace period and that no record references it. An
 // offload that reuses a stored body holds the same lock from finding the
 // body to committing its record; an offload that writes a body commits its
@@ -120,7 +98,7 @@ func (s *Store) CollectGarbage(ctx context.Context, opts *GCOptions) (GCReport, 
 	if s.closed.Load() {
 		return GCReport{}, wrap("gc", artifact.Ref{}, ErrClosed)
 	}
-	if _, ok := s.bodies.(driver.Locker); !ok {
+	if s.locker == nil {
 		return GCReport{}, wrap("gc", artifact.Ref{}, fmt.Errorf("the backend has no per-body lock: %w", errors.ErrUnsupported))
 	}
 	now := o.Clock()
@@ -262,7 +240,7 @@ func (s *Store) referenced(ctx context.Context, ref artifact.Ref, cutoff time.Ti
 // than cutoff and unreferenced then.
 func (s *Store) collectBody(ctx context.Context, ref artifact.Ref, cutoff time.Time, unlocked bool, rep *GCReport) error {
 	if !unlocked {
-		unlock, err := s.LockBody(ctx, ref)
+		unlock, err := s.lockBody(ctx, ref)
 		if err != nil {
 			return err
 		}

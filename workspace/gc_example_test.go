@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"strings"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
@@ -23,16 +22,19 @@ func ExampleStore_CollectGarbage() {
 	defer s.Close()
 
 	stored := time.Now()
-	ref, size, _, err := s.Put(ctx, strings.NewReader("a large tool result"), nil)
+	owner := artifact.Owner{User: "ada", Workflow: "triage", Session: "s1"}
+	p, err := s.IngestBytes(ctx, []byte("a large tool result"), nil)
 	if err != nil {
 		log.Fatal(err)
 	}
-	owner := artifact.Owner{User: "ada", Workflow: "triage", Session: "s1"}
-	if _, err := s.CreateRecord(ctx, artifact.Record{Owner: owner, Ref: ref, Size: size,
-		CreatedAt: stored, LastUsedAt: stored}); err != nil {
+	if _, err := s.Attach(ctx, p, artifact.Record{Owner: owner, CreatedAt: stored, LastUsedAt: stored}); err != nil {
 		log.Fatal(err)
 	}
-	if _, _, _, err := s.Put(ctx, strings.NewReader("an orphan"), nil); err != nil {
+	orphan, err := s.IngestBytes(ctx, []byte("an orphan"), nil)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := orphan.Commit(ctx); err != nil {
 		log.Fatal(err)
 	}
 

@@ -31,7 +31,7 @@ func over(b driver.Bodies, m *memstore.Store, h *drivertest.Hooks) (*workspace.S
 
 func mustPut(t *testing.T, s *workspace.Store, data []byte) artifact.Ref {
 	t.Helper()
-	ref, _, _, err := s.Put(context.Background(), bytes.NewReader(data), nil)
+	ref, _, _, err := drivertest.Put(context.Background(), s, bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatalf("Put: %v", err)
 	}

@@ -94,35 +94,6 @@ func pump(ctx context.Context, r io.Reader, limit int64, stages ...stage) (n int
 	}
 }
 
-// pumpBytes is pump for a body already in memory: the chunks are slices of
-// b, so nothing is copied. It returns the bytes handed to the stages and
-// the first error of a stage or of ctx.
-func pumpBytes(ctx context.Context, b []byte, stages ...stage) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if len(b) <= chunkSize {
-		return int64(len(b)), runInline(stages, b)
-	}
-	p := startPipe(stages)
-	defer p.stop()
-	for off := 0; off < len(b); off += chunkSize {
-		if off >= pipeDepth*chunkSize {
-			// Let no stage fall more than pipeDepth chunks behind.
-			if err := p.release(); err != nil {
-				return int64(off), p.stopWith(err)
-			}
-		}
-		if off > 0 {
-			if err := cmpOr(p.failed(), ctx.Err()); err != nil {
-				return int64(off), p.stopWith(err)
-			}
-		}
-		p.send(int64(off), b[off:min(off+chunkSize, len(b))])
-	}
-	return int64(len(b)), p.wait()
-}
-
 func runInline(stages []stage, b []byte) error {
 	for _, s := range stages {
 		if err := s(0, b); err != nil {

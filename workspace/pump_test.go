@@ -60,9 +60,6 @@ func TestPipelinedBodiesRoundTrip(t *testing.T) {
 			"IngestBytes": func(s *workspace.Store, obs io.Writer) (*workspace.Pending, error) {
 				return s.IngestBytes(ctx, data, &workspace.IngestOptions{Observer: obs})
 			},
-			"IngestDigested": func(s *workspace.Store, obs io.Writer) (*workspace.Pending, error) {
-				return s.IngestDigested(ctx, workspace.DigestBytes(data, obs))
-			},
 		}
 		for name, ingest := range forms {
 			s, in, _ := instrumented(nil)
@@ -131,12 +128,7 @@ func TestPipelinedWriteFailure(t *testing.T) {
 				return err
 			},
 			"IngestBytes": func(s *workspace.Store) error {
-				_, err := s.IngestBytes(ctx, data, nil)
-				return err
-			},
-			"IngestDigested": func(s *workspace.Store) error {
-				_, err := s.IngestDigested(ctx, workspace.DigestBytes(data, nil))
-				return err
+				return commitBytes(ctx, s, data)
 			},
 		} {
 			writes.Store(0)
@@ -190,17 +182,12 @@ func TestPipelinedCancel(t *testing.T) {
 	if c := in.Counts(); c.Aborts != 1 {
 		t.Fatalf("cancelled Ingest: %+v", c)
 	}
-	// IngestBytes and IngestDigested check between chunks too.
+	// IngestBytes writes when committed, checking between chunks too.
 	hook := &drivertest.Hooks{}
 	s2, _, _ := instrumented(hook)
 	for name, ingest := range map[string]func(ctx context.Context) error{
 		"IngestBytes": func(ctx context.Context) error {
-			_, err := s2.IngestBytes(ctx, data, nil)
-			return err
-		},
-		"IngestDigested": func(ctx context.Context) error {
-			_, err := s2.IngestDigested(ctx, workspace.DigestBytes(data, nil))
-			return err
+			return commitBytes(ctx, s2, data)
 		},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -251,15 +238,26 @@ func (c *countingSource) Read(p []byte) (int, error) {
 	return k, err
 }
 
-func TestIngestBytesAndDigestedErrors(t *testing.T) {
-	ctx := context.Background()
-	s, _, _ := instrumented(nil)
-	if _, err := s.IngestDigested(ctx, workspace.Digested{}); !errors.Is(err, workspace.ErrInvalidRef) {
-		t.Fatalf("IngestDigested of the zero value: %v", err)
+// commitBytes stores data through IngestBytes and Commit.
+func commitBytes(ctx context.Context, s *workspace.Store, data []byte) error {
+	p, err := s.IngestBytes(ctx, data, nil)
+	if err != nil {
+		return err
 	}
-	d := workspace.DigestBytes([]byte("abc"), nil)
-	if d.Ref() != artifact.RefOf([]byte("abc")) || d.Size() != 3 {
-		t.Fatalf("DigestBytes = %v, %d", d.Ref(), d.Size())
+	_, err = p.Commit(ctx)
+	return err
+}
+
+func TestIngestBytesErrors(t *testing.T) {
+	ctx := context.Background()
+	s, in, _ := instrumented(nil)
+	p, err := s.IngestBytes(ctx, []byte("abc"), nil)
+	if err != nil || p.Ref() != artifact.RefOf([]byte("abc")) || p.Size() != 3 {
+		t.Fatalf("IngestBytes = %v, %v", p, err)
+	}
+	p.Discard()
+	if c := in.Counts(); c.NewWriters != 0 {
+		t.Fatalf("IngestBytes then Discard touched the driver: %+v", c)
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
@@ -268,18 +266,12 @@ func TestIngestBytesAndDigestedErrors(t *testing.T) {
 	}
 	failing := &drivertest.Hooks{NewWriter: func(context.Context) error { return errInjected }}
 	s2, _, _ := instrumented(failing)
-	if _, err := s2.IngestBytes(ctx, []byte("abc"), nil); !errors.Is(err, errInjected) {
+	if err := commitBytes(ctx, s2, []byte("abc")); !errors.Is(err, errInjected) {
 		t.Fatalf("IngestBytes when no writer can start: %v", err)
 	}
-	if _, err := s2.IngestDigested(ctx, d); !errors.Is(err, errInjected) {
-		t.Fatalf("IngestDigested when no writer can start: %v", err)
-	}
 	s.Close()
-	if _, err := s.IngestBytes(ctx, []byte("abc"), nil); !errors.Is(err, workspace.ErrClosed) {
+	if err := commitBytes(ctx, s, []byte("abc")); !errors.Is(err, workspace.ErrClosed) {
 		t.Fatalf("IngestBytes on a closed store: %v", err)
-	}
-	if _, err := s.IngestDigested(ctx, d); !errors.Is(err, workspace.ErrClosed) {
-		t.Fatalf("IngestDigested on a closed store: %v", err)
 	}
 }
 

@@ -30,7 +30,7 @@ func TestPutWithFailingWriter(t *testing.T) {
 	}}
 	s, in, m := instrumented(h)
 	data := bodyOf(6, 1<<20)
-	ref, n, res, err := s.Put(ctx, bytes.NewReader(data), nil)
+	ref, n, res, err := drivertest.Put(ctx, s, bytes.NewReader(data), nil)
 	if !errors.Is(err, errInjected) || asError(t, err).Op != "put" {
 		t.Fatalf("Put with a failing writer: %v, want a put error wrapping the fault", err)
 	}
@@ -45,7 +45,7 @@ func TestPutWithFailingWriter(t *testing.T) {
 		t.Fatalf("a failed Put left %d bodies", len(ks))
 	}
 	// The next Put of the same bytes is unaffected.
-	if _, _, res, err := s.Put(ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Created {
+	if _, _, res, err := drivertest.Put(ctx, s, bytes.NewReader(data), nil); err != nil || res != workspace.Created {
 		t.Fatalf("Put after a failed one = %v, %v; want created", res, err)
 	}
 }
@@ -55,7 +55,7 @@ func TestPutWithFailingCommit(t *testing.T) {
 	h := &drivertest.Hooks{Commit: func(context.Context, string, bool) error { return errInjected }}
 	s, in, m := instrumented(h)
 	data := []byte("never committed")
-	ref, _, _, err := s.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, _, err := drivertest.Put(ctx, s, bytes.NewReader(data), nil)
 	if !errors.Is(err, errInjected) || asError(t, err).Ref != artifact.RefOf(data) {
 		t.Fatalf("Put with a failing commit: %v (ref %v)", err, ref)
 	}
@@ -100,7 +100,7 @@ func TestIngestReturnsReadErrorUnwrapped(t *testing.T) {
 		t.Fatalf("a failed Ingest left %d bodies", len(ks))
 	}
 	// A source error that happens to be io.ErrUnexpectedEOF is kept too.
-	if _, _, _, err := s.Put(ctx, &failingReader{n: 5, err: io.ErrUnexpectedEOF}, nil); err != io.ErrUnexpectedEOF {
+	if _, _, _, err := drivertest.Put(ctx, s, &failingReader{n: 5, err: io.ErrUnexpectedEOF}, nil); err != io.ErrUnexpectedEOF {
 		t.Fatalf("Put with a truncated source: %v", err)
 	}
 }
@@ -109,7 +109,7 @@ func TestIngestObserverSeesEveryByte(t *testing.T) {
 	s, _, _ := instrumented(nil)
 	data := bodyOf(7, 700_000)
 	var seen bytes.Buffer
-	ref, _, _, err := s.Put(context.Background(), bytes.NewReader(data), &workspace.IngestOptions{Observer: &seen})
+	ref, _, _, err := drivertest.Put(context.Background(), s, bytes.NewReader(data), &workspace.IngestOptions{Observer: &seen})
 	if err != nil || ref != artifact.RefOf(data) {
 		t.Fatalf("Put: %v", err)
 	}
@@ -124,7 +124,7 @@ func TestCommitReportedWhenContextEndsAfterIt(t *testing.T) {
 	h := &drivertest.Hooks{AfterCommit: func(context.Context, string, bool) { cancel() }}
 	s, _, m := instrumented(h)
 	data := []byte("durable before the cancel")
-	ref, _, res, err := s.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, res, err := drivertest.Put(ctx, s, bytes.NewReader(data), nil)
 	if err != nil || res != workspace.Created {
 		t.Fatalf("Put cancelled just after its commit = %v, %v; want created", res, err)
 	}

@@ -25,6 +25,7 @@ import (
 type Store struct {
 	bodies  driver.Bodies
 	records driver.Records
+	locker  driver.Locker // the bodies driver's per-body lock; nil if it has none
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -36,7 +37,8 @@ func New(bodies driver.Bodies, records driver.Records) *Store {
 	if bodies == nil || records == nil {
 		panic("workspace.New: nil driver")
 	}
-	return &Store{bodies: bodies, records: records}
+	l, _ := bodies.(driver.Locker)
+	return &Store{bodies: bodies, records: records, locker: l}
 }
 
 // Close closes the drivers that implement io.Closer, once each.

@@ -19,6 +19,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
 	"github.com/hybridctx/hybridctx/workspace/blobstore/blobtest"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 )
 
 const mib = 1 << 20
@@ -49,11 +50,11 @@ func TestStreamedBodies(t *testing.T) {
 	st := workspace.New(s, idx)
 	data := content(1, blobstore.DefaultSpoolBytes+3*mib+17)
 	size := int64(len(data))
-	ref, _, res, err := st.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 	if err != nil || res != workspace.Created || ref != artifact.RefOf(data) {
 		t.Fatalf("Put = %v, %v, %v", ref, res, err)
 	}
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Existing {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil); err != nil || res != workspace.Existing {
 		t.Fatalf("second Put = %v, %v; want existing", res, err)
 	}
 	wantObjects(t, u, "sha256/"+ref.Hex())
@@ -61,7 +62,7 @@ func TestStreamedBodies(t *testing.T) {
 	if err := st.VerifyBody(ctx, ref, size); !errors.Is(err, workspace.ErrCorrupt) {
 		t.Fatalf("VerifyBody of a tampered body: %v", err)
 	}
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Replaced {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil); err != nil || res != workspace.Replaced {
 		t.Fatalf("Put over a tampered body = %v, %v; want replaced", res, err)
 	}
 	var buf bytes.Buffer
@@ -125,7 +126,7 @@ func TestTooLarge(t *testing.T) {
 	for _, spool := range []int{1 << 20, 100} {
 		s, idx, u := openNew(t, &blobstore.Options{MaxBodyBytes: 1000, SpoolBytes: spool})
 		st := workspace.New(s, idx)
-		_, _, _, err := st.Put(context.Background(), bytes.NewReader(content(3, 1001)), nil)
+		_, _, _, err := drivertest.Put(context.Background(), st, bytes.NewReader(content(3, 1001)), nil)
 		if !errors.Is(err, workspace.ErrTooLarge) {
 			t.Fatalf("Put over the limit: %v, want ErrTooLarge", err)
 		}
@@ -226,7 +227,7 @@ func TestRangeReadsPinVersion(t *testing.T) {
 	ctx := context.Background()
 	st := workspace.New(s, idx)
 	data := content(4, 100_000)
-	ref, _, _, err := st.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, _, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

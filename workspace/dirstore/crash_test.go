@@ -20,6 +20,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
@@ -207,7 +208,7 @@ func runCrashWorkload(t *testing.T, crashAt int, mutant bool) *crashRun {
 	}
 
 	// 0. An orphan body, collected by GC in step 8.
-	_, _, _, _ = store.Put(ctx, bytes.NewReader(crashZ), nil)
+	_, _, _, _ = drivertest.Put(ctx, store, bytes.NewReader(crashZ), nil)
 	offload("1 A writes X", testOwner, crashX, false)
 	offload("2 A again", testOwner, crashX, false)
 	offload("3 B reuses X", ownerB, crashX, false)

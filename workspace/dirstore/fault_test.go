@@ -20,6 +20,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
@@ -107,7 +108,7 @@ func faultWorkload(t testing.TB, dir string, store *workspace.Store, clk *fakeCl
 		}
 		steps = append(steps, faultStep{name, owner, data, out, left})
 	}
-	_, _, _, _ = store.Put(ctx, bytes.NewReader(crashZ), nil) // an orphan for GC
+	_, _, _, _ = drivertest.Put(ctx, store, bytes.NewReader(crashZ), nil) // an orphan for GC
 	offload("A writes X", testOwner, crashX, false)
 	offload("B reuses X", ownerB, crashX, false)
 	rot(t, filepath.Join(dir, "sha256", keyOf(crashX)))
@@ -286,7 +287,7 @@ func TestFaultTypedErrors(t *testing.T) {
 		start := ff.Ops()
 		arm(ff)
 		ctx := context.Background()
-		_, _, _, putErr = store.Put(ctx, bytes.NewReader(data), nil)
+		_, _, _, putErr = drivertest.Put(ctx, store, bytes.NewReader(data), nil)
 		_, readErr = store.ReadVerified(ctx, ref, int64(len(data)), 0, 10)
 		delErr = store.DeleteBody(ctx, ref)
 		return putErr, readErr, delErr, ff.Ops() - start

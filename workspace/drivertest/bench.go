@@ -54,7 +54,7 @@ func benchPut(b *testing.B, open func(b *testing.B) (driver.Bodies, driver.Recor
 	for b.Loop() {
 		i++
 		binary.LittleEndian.PutUint64(data, i)
-		ref, _, res, err := s.Put(ctx, bytes.NewReader(data), nil)
+		ref, _, res, err := Put(ctx, s, bytes.NewReader(data), nil)
 		if err != nil || res != workspace.Created {
 			b.Fatalf("Put = %v, %v; want created", res, err)
 		}
@@ -85,7 +85,7 @@ func benchPutExisting(b *testing.B, open func(b *testing.B) (driver.Bodies, driv
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _, res, err := s.Put(ctx, bytes.NewReader(data), nil)
+		_, _, res, err := Put(ctx, s, bytes.NewReader(data), nil)
 		if err != nil || res != workspace.Existing {
 			b.Fatalf("Put = %v, %v; want existing", res, err)
 		}

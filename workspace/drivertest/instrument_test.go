@@ -201,12 +201,12 @@ func TestInstrumentedHooks(t *testing.T) {
 	key := artifact.RefOf(data).Hex()
 
 	h.NewWriter = func(context.Context) error { return boom }
-	if _, _, _, err := s.Put(ctx, bytes.NewReader(data), nil); !errors.Is(err, boom) {
+	if _, _, _, err := Put(ctx, s, bytes.NewReader(data), nil); !errors.Is(err, boom) {
 		t.Fatalf("Put with a failing NewWriter: %v", err)
 	}
 	h.NewWriter = nil
 	h.Write = func([]byte) error { return boom }
-	if _, _, _, err := s.Put(ctx, bytes.NewReader(data), nil); !errors.Is(err, boom) {
+	if _, _, _, err := Put(ctx, s, bytes.NewReader(data), nil); !errors.Is(err, boom) {
 		t.Fatalf("Put with a failing Write: %v", err)
 	}
 	if c := in.Counts(); c.Aborts != 1 || c.BytesWritten != 0 || c.Commits != 0 {
@@ -220,7 +220,7 @@ func TestInstrumentedHooks(t *testing.T) {
 		}
 		return boom
 	}
-	if _, _, _, err := s.Put(ctx, bytes.NewReader(data), nil); !errors.Is(err, boom) {
+	if _, _, _, err := Put(ctx, s, bytes.NewReader(data), nil); !errors.Is(err, boom) {
 		t.Fatalf("Put with a failing Commit: %v", err)
 	}
 	if _, err := m.Stat(ctx, key); !errors.Is(err, fs.ErrNotExist) {

@@ -31,11 +31,11 @@ var bodyTests = []subtest{
 
 func testPutCreatedThenExisting(e *env) {
 	data := content(1, 10_000)
-	ref1, n1, res1, err := e.s.Put(e.ctx, bytes.NewReader(data), nil)
+	ref1, n1, res1, err := Put(e.ctx, e.s, bytes.NewReader(data), nil)
 	if err != nil || res1 != workspace.Created {
 		e.t.Fatalf("first Put = %v, %v; want created", res1, err)
 	}
-	ref2, n2, res2, err := e.s.Put(e.ctx, bytes.NewReader(data), nil)
+	ref2, n2, res2, err := Put(e.ctx, e.s, bytes.NewReader(data), nil)
 	if err != nil || res2 != workspace.Existing {
 		e.t.Fatalf("second Put = %v, %v; want existing", res2, err)
 	}
@@ -71,7 +71,7 @@ func testKnownVector(e *env) {
 
 func testEmptyBody(e *env) {
 	const empty = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-	ref, n, res, err := e.s.Put(e.ctx, strings.NewReader(""), nil)
+	ref, n, res, err := Put(e.ctx, e.s, strings.NewReader(""), nil)
 	if err != nil || res != workspace.Created || n != 0 || ref.Hex() != empty {
 		e.t.Fatalf(`Put("") = %s, %d, %v, %v; want %s, 0, created`, ref.Hex(), n, res, err, empty)
 	}
@@ -90,7 +90,7 @@ func testEmptyBody(e *env) {
 	if n, err := e.s.CopyVerified(e.ctx, ref, 0, 0, 0, &buf); err != nil || n != 0 || buf.Len() != 0 {
 		e.t.Fatalf("CopyVerified(empty) = %d, %v", n, err)
 	}
-	if _, _, res, err := e.s.Put(e.ctx, strings.NewReader(""), nil); err != nil || res != workspace.Existing {
+	if _, _, res, err := Put(e.ctx, e.s, strings.NewReader(""), nil); err != nil || res != workspace.Existing {
 		e.t.Fatalf(`second Put("") = %v, %v; want existing`, res, err)
 	}
 	if data, _, err := readDriver(e.ctx, e.b, empty); err != nil || len(data) != 0 {
@@ -255,12 +255,12 @@ func (endless) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 func testIngestMaxBytes(e *env) {
 	const max = 4096
 	exact := content(6, max)
-	ref, _, res, err := e.s.Put(e.ctx, bytes.NewReader(exact), &workspace.IngestOptions{MaxBytes: max})
+	ref, _, res, err := Put(e.ctx, e.s, bytes.NewReader(exact), &workspace.IngestOptions{MaxBytes: max})
 	if err != nil || res != workspace.Created || ref != artifact.RefOf(exact) {
 		e.t.Fatalf("Put of exactly MaxBytes = %v, %v", res, err)
 	}
 	over := content(7, max+1)
-	ref2, _, _, err := e.s.Put(e.ctx, bytes.NewReader(over), &workspace.IngestOptions{MaxBytes: max})
+	ref2, _, _, err := Put(e.ctx, e.s, bytes.NewReader(over), &workspace.IngestOptions{MaxBytes: max})
 	wantErr(e.t, "Put of MaxBytes+1", err, workspace.ErrTooLarge)
 	if !ref2.IsZero() {
 		e.t.Errorf("Put of MaxBytes+1 returned ref %v", ref2)
@@ -453,7 +453,7 @@ func testDeleteBody(e *env) {
 	e.mustBeAbsent(ref)
 	wantErr(e.t, "second DeleteBody", e.s.DeleteBody(e.ctx, ref), fs.ErrNotExist)
 	e.wantKeys(keep)
-	if _, _, res, err := e.s.Put(e.ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Created {
+	if _, _, res, err := Put(e.ctx, e.s, bytes.NewReader(data), nil); err != nil || res != workspace.Created {
 		e.t.Fatalf("Put after DeleteBody = %v, %v; want created", res, err)
 	}
 	e.mustRead(ref, data)

@@ -75,8 +75,8 @@ func testCancelledStore(e *env) {
 		name string
 		call func() error
 	}{
-		{"Put", func() error { _, _, _, err := s.Put(c, bytes.NewReader(f.fresh), nil); return err }},
-		{"Put existing", func() error { _, _, _, err := s.Put(c, bytes.NewReader(f.data), nil); return err }},
+		{"Put", func() error { _, _, _, err := Put(c, s, bytes.NewReader(f.fresh), nil); return err }},
+		{"Put existing", func() error { _, _, _, err := Put(c, s, bytes.NewReader(f.data), nil); return err }},
 		{"Ingest", func() error { _, _, err := s.Ingest(c, bytes.NewReader(f.fresh), nil); return err }},
 		{"Pending.Commit", func() error {
 			p, _, err := s.Ingest(e.ctx, bytes.NewReader(f.fresh), nil)

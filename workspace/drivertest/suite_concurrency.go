@@ -47,7 +47,7 @@ func testConcurrentPut(e *env) {
 		want := artifact.RefOf(data)
 		results := make([]workspace.PutResult, goroutines)
 		together(goroutines, func(i int) {
-			ref, n, res, err := e.s.Put(e.ctx, bytes.NewReader(data), nil)
+			ref, n, res, err := Put(e.ctx, e.s, bytes.NewReader(data), nil)
 			if err != nil || ref != want || n != size {
 				e.t.Errorf("trial %d: Put = %v, %d, %v", trial, ref, n, err)
 			}
@@ -141,7 +141,7 @@ func testReadersDuringWrites(e *env) {
 			for j := range nBodies {
 				i := (w + j + round) % nBodies
 				if (w+round)%2 == 0 {
-					if _, _, _, err := e.s.Put(e.ctx, bytes.NewReader(bodies[i]), nil); err != nil {
+					if _, _, _, err := Put(e.ctx, e.s, bytes.NewReader(bodies[i]), nil); err != nil {
 						e.t.Errorf("Put during reads: %v", err)
 					}
 					continue
@@ -174,7 +174,7 @@ func testLockerRepairsOnce(e *env) {
 		e.tamper(ref.Hex(), flipped(data, trial))
 		results := make([]workspace.PutResult, goroutines)
 		together(goroutines, func(i int) {
-			_, _, res, err := s.Put(e.ctx, bytes.NewReader(data), nil)
+			_, _, res, err := Put(e.ctx, s, bytes.NewReader(data), nil)
 			if err != nil {
 				e.t.Errorf("trial %d: Put over a corrupt body: %v", trial, err)
 			}

@@ -40,7 +40,7 @@ func testCorruptBody(e *env) {
 		if n != 0 || buf.Len() != 0 {
 			e.t.Errorf("CopyVerified of a corrupt body wrote %d bytes", buf.Len())
 		}
-		ref2, _, res, err := e.s.Put(e.ctx, bytes.NewReader(data), nil)
+		ref2, _, res, err := Put(e.ctx, e.s, bytes.NewReader(data), nil)
 		if err != nil || res != workspace.Replaced || ref2 != ref {
 			e.t.Fatalf("Put over a corrupt body = %v, %v; want replaced", res, err)
 		}
@@ -48,7 +48,7 @@ func testCorruptBody(e *env) {
 			e.t.Fatalf("VerifyBody after the repair: %v", err)
 		}
 		e.mustRead(ref, data)
-		if _, _, res, err := e.s.Put(e.ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Existing {
+		if _, _, res, err := Put(e.ctx, e.s, bytes.NewReader(data), nil); err != nil || res != workspace.Existing {
 			e.t.Fatalf("Put after the repair = %v, %v; want existing", res, err)
 		}
 	}
@@ -90,7 +90,7 @@ func testStoredSizeDiffers(e *env) {
 		if c := in.Counts(); c.BytesRead != 0 {
 			e.t.Errorf("reading a body of another size read %d bytes before failing; want 0", c.BytesRead)
 		}
-		ref2, _, res, err := e.s.Put(e.ctx, bytes.NewReader(data), nil)
+		ref2, _, res, err := Put(e.ctx, e.s, bytes.NewReader(data), nil)
 		if err != nil || res != workspace.Replaced || ref2 != ref {
 			e.t.Fatalf("Put over a body of another size = %v, %v; want replaced", res, err)
 		}

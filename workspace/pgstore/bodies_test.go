@@ -15,6 +15,7 @@ import (
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/pgstore"
 	"github.com/hybridctx/hybridctx/workspace/pgstore/pgtest"
 )
@@ -60,16 +61,16 @@ func TestLargeBodiesStream(t *testing.T) {
 	st := workspace.New(s, s)
 	data := content(1, 3*mib+12345)
 	size := int64(len(data))
-	ref, n, res, err := st.Put(ctx, bytes.NewReader(data), nil)
+	ref, n, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 	if err != nil || res != workspace.Created || n != size || ref != artifact.RefOf(data) {
 		t.Fatalf("Put = %v, %d, %v, %v", ref, n, res, err)
 	}
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Existing {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil); err != nil || res != workspace.Existing {
 		t.Fatalf("second Put = %v, %v; want existing", res, err)
 	}
 	// Exactly one chunk is also kept in memory, not in a large object.
 	exact := content(2, mib)
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(exact), nil); err != nil || res != workspace.Created {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(exact), nil); err != nil || res != workspace.Created {
 		t.Fatalf("Put of exactly one chunk = %v, %v", res, err)
 	}
 	if n := uploads(t, u); n != 0 {
@@ -91,7 +92,7 @@ func TestLargeBodiesStream(t *testing.T) {
 	if err := st.VerifyBody(ctx, ref, size); !errors.Is(err, workspace.ErrCorrupt) {
 		t.Fatalf("VerifyBody of a tampered body: %v", err)
 	}
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Replaced {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil); err != nil || res != workspace.Replaced {
 		t.Fatalf("Put over a tampered body = %v, %v; want replaced", res, err)
 	}
 	if err := st.VerifyBody(ctx, ref, size); err != nil {
@@ -139,10 +140,10 @@ func TestTooLarge(t *testing.T) {
 	ctx := context.Background()
 	st := workspace.New(s, s)
 	ok := content(4, mib+10)
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(ok), nil); err != nil || res != workspace.Created {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(ok), nil); err != nil || res != workspace.Created {
 		t.Fatalf("Put at the limit = %v, %v", res, err)
 	}
-	_, _, _, err := st.Put(ctx, bytes.NewReader(content(5, 2*mib)), nil)
+	_, _, _, err := drivertest.Put(ctx, st, bytes.NewReader(content(5, 2*mib)), nil)
 	if !errors.Is(err, workspace.ErrTooLarge) {
 		t.Fatalf("Put over the limit: %v, want ErrTooLarge", err)
 	}
@@ -203,7 +204,7 @@ func TestConstraintRefusesRowChanges(t *testing.T) {
 	ctx := context.Background()
 	st := workspace.New(s, s)
 	data := content(7, 5000)
-	ref, _, _, err := st.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, _, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +255,7 @@ func TestBodyInUse(t *testing.T) {
 	ctx := context.Background()
 	st := workspace.New(s, s)
 	data := []byte("referenced body")
-	ref, _, _, err := st.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, _, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +322,7 @@ func TestReaderSeesReplace(t *testing.T) {
 	ctx := context.Background()
 	st := workspace.New(s, s)
 	data := content(9, 3*mib)
-	ref, _, _, err := st.Put(ctx, bytes.NewReader(data), nil)
+	ref, _, _, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -335,7 +336,7 @@ func TestReaderSeesReplace(t *testing.T) {
 	if _, err := io.ReadFull(r, buf); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, res, err := st.Put(ctx, bytes.NewReader(data), nil); err != nil || res != workspace.Replaced {
+	if _, _, res, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil); err != nil || res != workspace.Replaced {
 		t.Fatalf("repair = %v, %v", res, err)
 	}
 	if _, err := io.ReadAll(r); !errors.Is(err, workspace.ErrChanged) {
@@ -374,7 +375,7 @@ func TestListPaging(t *testing.T) {
 	want := map[artifact.Ref]bool{}
 	for i := range 8 {
 		data := []byte{byte(i)}
-		ref, _, _, err := st.Put(ctx, bytes.NewReader(data), nil)
+		ref, _, _, err := drivertest.Put(ctx, st, bytes.NewReader(data), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

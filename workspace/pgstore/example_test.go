@@ -1,7 +1,6 @@
 package pgstore_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -22,6 +21,11 @@ func Example() {
 	}
 	store := workspace.New(pg, pg) // bodies and records in one database
 	defer store.Close()
-	ref, size, res, err := store.Put(ctx, bytes.NewReader([]byte("a large tool result")), nil)
-	fmt.Println(ref, size, res, err)
+	p, err := store.IngestBytes(ctx, []byte("a large tool result"), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := p.Commit(ctx)
+	fmt.Println(p.Ref(), p.Size(), res, err)
 }
