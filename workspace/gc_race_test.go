@@ -14,7 +14,6 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -99,7 +98,7 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 		owner artifact.Owner
 		ref   artifact.Ref
 		data  []byte
-		out   *hybridctx.OffloadResult
+		c     workspace.AttachCase
 		err   error
 	}
 	var (
@@ -108,21 +107,14 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 		results []result
 		gcRep   workspace.GCReport
 		gcErr   error
-		readOC  hybridctx.Outcome
+		readOC  string
 		readB   []byte
 	)
 	offload := func(name string, owner artifact.Owner, i int, stream bool) {
 		defer wg.Done()
-		o := offloader(t, s, owner)
-		var out *hybridctx.OffloadResult
-		var err error
-		if stream {
-			out, err = o.OffloadReader(ctx, hybridctx.Call{Tool: "t", ID: name}, bytes.NewReader(contents[i]))
-		} else {
-			out, err = o.Offload(ctx, hybridctx.Call{Tool: "t", ID: name}, contents[i])
-		}
+		c, err := attachData(ctx, s, owner, contents[i], stream)
 		mu.Lock()
-		results = append(results, result{name, owner, refs[i], contents[i], out, err})
+		results = append(results, result{name, owner, refs[i], contents[i], c, err})
 		mu.Unlock()
 	}
 	wg.Add(5)
@@ -139,7 +131,7 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 	go offload("C streams body 2", ownerC, 2, true) // new owner, old body, stream
 	go func() {
 		defer wg.Done()
-		readOC, readB = rehydrate(t, s, ownerA, refs[0])
+		readOC, readB = resolve(t, s, ownerA, refs[0])
 	}()
 	wg.Wait()
 	y.on.Store(false)
@@ -148,13 +140,13 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 		violations = append(violations, fmt.Sprintf("GC: %v", gcErr))
 	}
 	switch readOC {
-	case hybridctx.Resolved:
+	case resolved:
 		if !bytes.Equal(readB, contents[0]) {
 			violations = append(violations, "concurrent rehydration resolved to other bytes")
 		}
-	case hybridctx.Unauthorized, hybridctx.Missing:
+	case unauthorized, missing:
 	default:
-		violations = append(violations, "concurrent rehydration: "+readOC.String())
+		violations = append(violations, "concurrent rehydration: "+readOC)
 	}
 	sig = fmt.Sprintf("gc=%d/%d read=%v", gcRep.RecordsDeleted, gcRep.BodiesDeleted, readOC)
 	for _, r := range results {
@@ -162,15 +154,13 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 			violations = append(violations, fmt.Sprintf("%s: %v", r.name, r.err))
 			continue
 		}
-		sig += " " + r.out.Outcome().String()
-		switch r.out.Outcome() {
-		case hybridctx.Offloaded, hybridctx.ExistingReference:
-		default:
-			violations = append(violations, fmt.Sprintf("%s: %v", r.name, r.out.Outcome()))
+		sig += " " + r.c.String()
+		if !acknowledged(r.c) {
+			violations = append(violations, fmt.Sprintf("%s: %v", r.name, r.c))
 			continue
 		}
 		// Acknowledged: the owner reads back exactly its bytes.
-		if oc, b := rehydrate(t, s, r.owner, r.ref); oc != hybridctx.Resolved || !bytes.Equal(b, r.data) {
+		if oc, b := resolve(t, s, r.owner, r.ref); oc != resolved || !bytes.Equal(b, r.data) {
 			violations = append(violations, fmt.Sprintf("%s: acknowledged, then rehydration gives %v", r.name, oc))
 		}
 	}

@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"iter"
 	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -30,49 +30,83 @@ var (
 	ownerC = artifact.Owner{User: "c", Workflow: "wf", Session: "s"}
 )
 
-// offloader returns an Offloader of owner over s (threshold 16 bytes).
-func offloader(t testing.TB, s *workspace.Store, owner artifact.Owner) *hybridctx.Offloader {
+// Outcomes of resolve, named as a rehydration would report them.
+const (
+	resolved     = "resolved"
+	unauthorized = "unauthorized"
+	missing      = "missing"
+	stale        = "stale"
+)
+
+// resolve is what a rehydration asks of the workspace: owner's record of
+// ref, then the body, verified, read whole; reading is using, so the record
+// is touched at most once per TouchEvery. It returns the outcome a
+// rehydration reports and the bytes when resolved.
+func resolve(t testing.TB, s *workspace.Store, owner artifact.Owner, ref artifact.Ref) (string, []byte) {
 	t.Helper()
-	b, err := hybridctx.NewBinding(owner, s)
-	if err != nil {
-		t.Fatal(err)
+	ctx := context.Background()
+	rec, err := s.GetRecord(ctx, owner, ref)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return unauthorized, nil
+	case err != nil:
+		t.Fatalf("GetRecord: %v", err)
 	}
-	o, err := hybridctx.NewOffloader(b, hybridctx.Policy{InlineThreshold: 16}, nil)
-	if err != nil {
-		t.Fatal(err)
+	if _, err := s.StatBody(ctx, ref); errors.Is(err, fs.ErrNotExist) {
+		return missing, nil
+	} else if err != nil {
+		t.Fatalf("StatBody: %v", err)
 	}
-	return o
+	b, err := s.ReadVerified(ctx, ref, rec.Size, 0, rec.Size)
+	switch {
+	case errors.Is(err, workspace.ErrCorrupt):
+		return stale, nil
+	case errors.Is(err, fs.ErrNotExist):
+		return missing, nil
+	case err != nil:
+		t.Fatalf("ReadVerified: %v", err)
+	}
+	if now := time.Now(); now.Sub(rec.LastUsedAt) >= workspace.TouchEvery {
+		_ = s.TouchRecord(ctx, owner, ref, now)
+	}
+	return resolved, b
 }
 
-// rehydrate resolves ref for owner and returns the outcome and the bytes.
-func rehydrate(t testing.TB, s *workspace.Store, owner artifact.Owner, ref artifact.Ref) (hybridctx.Outcome, []byte) {
-	t.Helper()
-	b, err := hybridctx.NewBinding(owner, s)
+// attachData ingests data and attaches it for owner, now, as an offload
+// does.
+func attachData(ctx context.Context, s *workspace.Store, owner artifact.Owner, data []byte, stream bool) (workspace.AttachCase, error) {
+	var p *workspace.Pending
+	var err error
+	if stream {
+		p, _, err = s.Ingest(ctx, bytes.NewReader(data), nil)
+	} else {
+		p, err = s.IngestBytes(ctx, data, nil)
+	}
 	if err != nil {
-		t.Fatal(err)
+		return 0, err
 	}
-	h, err := hybridctx.NewRehydrator(b, nil)
-	if err != nil {
-		t.Fatal(err)
+	now := time.Now()
+	return s.Attach(ctx, p, artifact.Record{Owner: owner, Tool: "t", CallID: "c", CreatedAt: now, LastUsedAt: now})
+}
+
+// acknowledged reports whether an attach ended in a decision that gives
+// the owner a reference (offloaded or existing_reference).
+func acknowledged(c workspace.AttachCase) bool {
+	switch c {
+	case workspace.AttachCreated, workspace.AttachExisting, workspace.AttachReplaced, workspace.AttachLostRace:
+		return true
 	}
-	r, err := h.Rehydrate(context.Background(), hybridctx.Request{Reference: ref.String(), Budget: 1 << 20})
-	if err != nil {
-		t.Fatalf("Rehydrate: %v", err)
-	}
-	if r.Segment != nil {
-		return r.Outcome(), r.Segment.Bytes()
-	}
-	return r.Outcome(), nil
+	return false
 }
 
 // offloadAs stores data for owner and returns its reference.
 func offloadAs(t testing.TB, s *workspace.Store, owner artifact.Owner, data []byte) artifact.Ref {
 	t.Helper()
-	out, err := offloader(t, s, owner).Offload(context.Background(), hybridctx.Call{Tool: "t", ID: "c"}, data)
-	if err != nil || (out.Outcome() != hybridctx.Offloaded && out.Outcome() != hybridctx.ExistingReference) {
-		t.Fatalf("Offload = %v, %v", out, err)
+	c, err := attachData(context.Background(), s, owner, data, false)
+	if err != nil || !acknowledged(c) {
+		t.Fatalf("Attach = %v, %v", c, err)
 	}
-	return out.Ref
+	return artifact.RefOf(data)
 }
 
 func TestGCOptionsValidated(t *testing.T) {
@@ -122,7 +156,7 @@ func TestGCGraceBoundary(t *testing.T) {
 		if _, err := s.StatBody(ctx, orphan); err == nil {
 			t.Fatal("orphan survived")
 		}
-		if oc, b := rehydrate(t, s, ownerA, kept); oc != hybridctx.Resolved || !bytes.Equal(b, bodyOf(2, 100)) {
+		if oc, b := resolve(t, s, ownerA, kept); oc != resolved || !bytes.Equal(b, bodyOf(2, 100)) {
 			t.Fatalf("kept body: %v", oc)
 		}
 	})
@@ -169,18 +203,18 @@ func TestGCMaxAge(t *testing.T) {
 			t.Fatalf("real run: %+v, want %+v", rep, want)
 		}
 		for _, ref := range []artifact.Ref{old, shared} {
-			if oc, b := rehydrate(t, s, ownerA, ref); oc != hybridctx.Unauthorized || b != nil {
+			if oc, b := resolve(t, s, ownerA, ref); oc != unauthorized || b != nil {
 				t.Errorf("collected reference: %v", oc)
 			}
 		}
-		if oc, b := rehydrate(t, s, ownerB, shared); oc != hybridctx.Resolved || !bytes.Equal(b, bodyOf(2, 200)) {
+		if oc, b := resolve(t, s, ownerB, shared); oc != resolved || !bytes.Equal(b, bodyOf(2, 200)) {
 			t.Fatalf("shared body for B: %v", oc)
 		}
 		// Collected content offloaded again is stored again.
 		if ref := offloadAs(t, s, ownerA, bodyOf(1, 100)); ref != old {
 			t.Fatal("reference changed")
 		}
-		if oc, b := rehydrate(t, s, ownerA, old); oc != hybridctx.Resolved || !bytes.Equal(b, bodyOf(1, 100)) {
+		if oc, b := resolve(t, s, ownerA, old); oc != resolved || !bytes.Equal(b, bodyOf(1, 100)) {
 			t.Fatalf("re-offloaded body: %v", oc)
 		}
 	})
@@ -333,7 +367,7 @@ func TestGCExpiryKeepsTouchedRecords(t *testing.T) {
 		if rep.RecordsDeleted != 0 || rep.BodiesDeleted != 0 {
 			t.Fatalf("touched record collected: %+v", rep)
 		}
-		if oc, _ := rehydrate(t, s, ownerA, ref); oc != hybridctx.Resolved {
+		if oc, _ := resolve(t, s, ownerA, ref); oc != resolved {
 			t.Fatalf("after GC: %v", oc)
 		}
 

@@ -67,6 +67,7 @@ func subtests() []subtest {
 	all = append(all, repairTests...)
 	all = append(all, recordTests...)
 	all = append(all, concurrencyTests...)
+	all = append(all, attachTests...)
 	return all
 }
 
