@@ -17,6 +17,7 @@ import (
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
@@ -140,11 +141,11 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 		violations = append(violations, fmt.Sprintf("GC: %v", gcErr))
 	}
 	switch readOC {
-	case resolved:
+	case drivertest.Resolved:
 		if !bytes.Equal(readB, contents[0]) {
 			violations = append(violations, "concurrent rehydration resolved to other bytes")
 		}
-	case unauthorized, missing:
+	case drivertest.Unauthorized, drivertest.Missing:
 	default:
 		violations = append(violations, "concurrent rehydration: "+readOC)
 	}
@@ -155,12 +156,12 @@ func gcRound(t *testing.T, seed uint64, mutant bool) (violations []string, sig s
 			continue
 		}
 		sig += " " + r.c.String()
-		if !acknowledged(r.c) {
+		if !drivertest.Acknowledged(r.c) {
 			violations = append(violations, fmt.Sprintf("%s: %v", r.name, r.c))
 			continue
 		}
 		// Acknowledged: the owner reads back exactly its bytes.
-		if oc, b := resolve(t, s, r.owner, r.ref); oc != resolved || !bytes.Equal(b, r.data) {
+		if oc, b := resolve(t, s, r.owner, r.ref); oc != drivertest.Resolved || !bytes.Equal(b, r.data) {
 			violations = append(violations, fmt.Sprintf("%s: acknowledged, then rehydration gives %v", r.name, oc))
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"iter"
 	"sync"
 	"testing"
@@ -30,80 +29,27 @@ var (
 	ownerC = artifact.Owner{User: "c", Workflow: "wf", Session: "s"}
 )
 
-// Outcomes of resolve, named as a rehydration would report them.
-const (
-	resolved     = "resolved"
-	unauthorized = "unauthorized"
-	missing      = "missing"
-	stale        = "stale"
-)
-
-// resolve is what a rehydration asks of the workspace: owner's record of
-// ref, then the body, verified, read whole; reading is using, so the record
-// is touched at most once per TouchEvery. It returns the outcome a
-// rehydration reports and the bytes when resolved.
+// resolve is a rehydration's view of ref for owner, at the current time.
 func resolve(t testing.TB, s *workspace.Store, owner artifact.Owner, ref artifact.Ref) (string, []byte) {
 	t.Helper()
-	ctx := context.Background()
-	rec, err := s.GetRecord(ctx, owner, ref)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return unauthorized, nil
-	case err != nil:
-		t.Fatalf("GetRecord: %v", err)
+	oc, b, err := drivertest.Resolve(context.Background(), s, owner, ref, time.Now())
+	if err != nil {
+		t.Fatalf("resolve: %v", err)
 	}
-	if _, err := s.StatBody(ctx, ref); errors.Is(err, fs.ErrNotExist) {
-		return missing, nil
-	} else if err != nil {
-		t.Fatalf("StatBody: %v", err)
-	}
-	b, err := s.ReadVerified(ctx, ref, rec.Size, 0, rec.Size)
-	switch {
-	case errors.Is(err, workspace.ErrCorrupt):
-		return stale, nil
-	case errors.Is(err, fs.ErrNotExist):
-		return missing, nil
-	case err != nil:
-		t.Fatalf("ReadVerified: %v", err)
-	}
-	if now := time.Now(); now.Sub(rec.LastUsedAt) >= workspace.TouchEvery {
-		_ = s.TouchRecord(ctx, owner, ref, now)
-	}
-	return resolved, b
+	return oc, b
 }
 
 // attachData ingests data and attaches it for owner, now, as an offload
 // does.
 func attachData(ctx context.Context, s *workspace.Store, owner artifact.Owner, data []byte, stream bool) (workspace.AttachCase, error) {
-	var p *workspace.Pending
-	var err error
-	if stream {
-		p, _, err = s.Ingest(ctx, bytes.NewReader(data), nil)
-	} else {
-		p, err = s.IngestBytes(ctx, data, nil)
-	}
-	if err != nil {
-		return 0, err
-	}
-	now := time.Now()
-	return s.Attach(ctx, p, artifact.Record{Owner: owner, Tool: "t", CallID: "c", CreatedAt: now, LastUsedAt: now})
-}
-
-// acknowledged reports whether an attach ended in a decision that gives
-// the owner a reference (offloaded or existing_reference).
-func acknowledged(c workspace.AttachCase) bool {
-	switch c {
-	case workspace.AttachCreated, workspace.AttachExisting, workspace.AttachReplaced, workspace.AttachLostRace:
-		return true
-	}
-	return false
+	return drivertest.AttachData(ctx, s, owner, data, stream, time.Now())
 }
 
 // offloadAs stores data for owner and returns its reference.
 func offloadAs(t testing.TB, s *workspace.Store, owner artifact.Owner, data []byte) artifact.Ref {
 	t.Helper()
 	c, err := attachData(context.Background(), s, owner, data, false)
-	if err != nil || !acknowledged(c) {
+	if err != nil || !drivertest.Acknowledged(c) {
 		t.Fatalf("Attach = %v, %v", c, err)
 	}
 	return artifact.RefOf(data)
@@ -156,7 +102,7 @@ func TestGCGraceBoundary(t *testing.T) {
 		if _, err := s.StatBody(ctx, orphan); err == nil {
 			t.Fatal("orphan survived")
 		}
-		if oc, b := resolve(t, s, ownerA, kept); oc != resolved || !bytes.Equal(b, bodyOf(2, 100)) {
+		if oc, b := resolve(t, s, ownerA, kept); oc != drivertest.Resolved || !bytes.Equal(b, bodyOf(2, 100)) {
 			t.Fatalf("kept body: %v", oc)
 		}
 	})
@@ -203,18 +149,18 @@ func TestGCMaxAge(t *testing.T) {
 			t.Fatalf("real run: %+v, want %+v", rep, want)
 		}
 		for _, ref := range []artifact.Ref{old, shared} {
-			if oc, b := resolve(t, s, ownerA, ref); oc != unauthorized || b != nil {
+			if oc, b := resolve(t, s, ownerA, ref); oc != drivertest.Unauthorized || b != nil {
 				t.Errorf("collected reference: %v", oc)
 			}
 		}
-		if oc, b := resolve(t, s, ownerB, shared); oc != resolved || !bytes.Equal(b, bodyOf(2, 200)) {
+		if oc, b := resolve(t, s, ownerB, shared); oc != drivertest.Resolved || !bytes.Equal(b, bodyOf(2, 200)) {
 			t.Fatalf("shared body for B: %v", oc)
 		}
 		// Collected content offloaded again is stored again.
 		if ref := offloadAs(t, s, ownerA, bodyOf(1, 100)); ref != old {
 			t.Fatal("reference changed")
 		}
-		if oc, b := resolve(t, s, ownerA, old); oc != resolved || !bytes.Equal(b, bodyOf(1, 100)) {
+		if oc, b := resolve(t, s, ownerA, old); oc != drivertest.Resolved || !bytes.Equal(b, bodyOf(1, 100)) {
 			t.Fatalf("re-offloaded body: %v", oc)
 		}
 	})
@@ -367,7 +313,7 @@ func TestGCExpiryKeepsTouchedRecords(t *testing.T) {
 		if rep.RecordsDeleted != 0 || rep.BodiesDeleted != 0 {
 			t.Fatalf("touched record collected: %+v", rep)
 		}
-		if oc, _ := resolve(t, s, ownerA, ref); oc != resolved {
+		if oc, _ := resolve(t, s, ownerA, ref); oc != drivertest.Resolved {
 			t.Fatalf("after GC: %v", oc)
 		}
 

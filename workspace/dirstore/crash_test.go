@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/internal/crashfs"
 	"github.com/hybridctx/hybridctx/workspace"
@@ -180,30 +179,16 @@ func runCrashWorkload(t *testing.T, crashAt int, mutant bool) *crashRun {
 	store := workspace.New(ds, notedRecords{s: recs, fs: fsys})
 
 	offload := func(step string, owner artifact.Owner, data []byte, stream bool) {
-		b, _ := hybridctx.NewBinding(owner, store)
-		o, _ := hybridctx.NewOffloader(b, hybridctx.Policy{InlineThreshold: 4096}, &hybridctx.OffloaderOptions{Clock: clk.Now})
-		var out *hybridctx.OffloadResult
-		if stream {
-			out, err = o.OffloadReader(ctx, hybridctx.Call{Tool: "t", ID: step}, bytes.NewReader(data))
-		} else {
-			out, err = o.Offload(ctx, hybridctx.Call{Tool: "t", ID: step}, data)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", step, err)
-		}
-		run.outcomes = append(run.outcomes, step+"="+out.Reason().String())
-		switch out.Outcome() {
-		case hybridctx.Offloaded, hybridctx.ExistingReference:
-			run.acks = append(run.acks, ack{step, owner, out.Ref, data})
-			if out.Reason() == hybridctx.ReplacedCorruptBody {
+		c, err := drivertest.AttachData(ctx, store, owner, data, stream, clk.Now())
+		run.outcomes = append(run.outcomes, step+"="+c.String())
+		switch {
+		case drivertest.Acknowledged(c):
+			run.acks = append(run.acks, ack{step, owner, artifact.RefOf(data), data})
+			if c == workspace.AttachReplaced {
 				run.healed = true
 			}
-		case hybridctx.Failed, hybridctx.RecoveryRequired:
-			if fsys.Crashed() == nil {
-				t.Fatalf("%s: %v without a crash", step, out.Reason())
-			}
-		default:
-			t.Fatalf("%s: %v", step, out.Outcome())
+		case fsys.Crashed() == nil:
+			t.Fatalf("%s: %v, %v without a crash", step, c, err)
 		}
 	}
 
@@ -294,16 +279,14 @@ func checkCrashState(t *testing.T, run *crashRun, recs driver.Records, fsys *cra
 	}
 	// Every acknowledged offload present.
 	for _, a := range run.acks {
-		b, _ := hybridctx.NewBinding(a.owner, store)
-		h, _ := hybridctx.NewRehydrator(b, nil)
-		r, err := h.Rehydrate(ctx, hybridctx.Request{Reference: a.ref.String(), Budget: 1 << 20})
+		oc, b, err := drivertest.Resolve(ctx, store, a.owner, a.ref, run.clock.Now())
 		switch {
 		case err != nil:
 			bad = append(bad, fmt.Sprintf("%s: rehydrate: %v", a.step, err))
-		case r.Outcome() == hybridctx.Resolved && bytes.Equal(r.Segment.Bytes(), a.data):
-		case r.Outcome() == hybridctx.Stale && mayBeRotten(a.ref):
+		case oc == drivertest.Resolved && bytes.Equal(b, a.data):
+		case oc == drivertest.Stale && mayBeRotten(a.ref):
 		default:
-			bad = append(bad, fmt.Sprintf("%s: acknowledged, after the crash %v", a.step, r.Outcome()))
+			bad = append(bad, fmt.Sprintf("%s: acknowledged, after the crash %v", a.step, oc))
 		}
 	}
 	// Leftovers swept, modes private.
@@ -347,10 +330,10 @@ func TestCrashConsistency(t *testing.T) {
 	if !full.completed {
 		t.Fatal("the workload did not complete without a crash")
 	}
-	want := []string{"1 A writes X=threshold_exceeded", "2 A again=existing_content_match",
-		"3 B reuses X=threshold_exceeded", "4 A streams Y=threshold_exceeded",
-		"6 A repairs X=replaced_corrupt_body", "7 A touches Y=existing_content_match",
-		"9 C reuses X=threshold_exceeded"}
+	want := []string{"1 A writes X=created", "2 A again=existing",
+		"3 B reuses X=created", "4 A streams Y=created",
+		"6 A repairs X=replaced", "7 A touches Y=existing",
+		"9 C reuses X=created"}
 	if strings.Join(full.outcomes, ",") != strings.Join(want, ",") {
 		t.Fatalf("workload outcomes %v, want %v", full.outcomes, want)
 	}

@@ -276,14 +276,3 @@ var (
 	ownerB = artifact.Owner{User: "bob", Workflow: "build", Session: "s-1"}
 	t0     = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 )
-
-// Put ingests r and commits it: a stored body in one call, for tests that
-// need one and do not test how it was written.
-func Put(ctx context.Context, s *workspace.Store, r io.Reader, opts *workspace.IngestOptions) (artifact.Ref, int64, workspace.PutResult, error) {
-	p, _, err := s.Ingest(ctx, r, opts)
-	if err != nil {
-		return artifact.Ref{}, 0, 0, err
-	}
-	res, err := p.Commit(ctx)
-	return p.Ref(), p.Size(), res, err
-}

@@ -1,8 +1,6 @@
 package drivertest
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -28,21 +26,6 @@ var attachTests = []subtest{
 // builds it; Attach fills in its Ref and Size.
 func attachRec(owner artifact.Owner, at time.Time) artifact.Record {
 	return artifact.Record{Owner: owner, Kind: "text", Tool: "t", CallID: "c", CreatedAt: at, LastUsedAt: at}
-}
-
-// attach ingests data (as bytes, or streamed) and attaches it for owner.
-func attach(ctx context.Context, s *workspace.Store, data []byte, stream bool, rec artifact.Record) (workspace.AttachCase, error) {
-	var p *workspace.Pending
-	var err error
-	if stream {
-		p, _, err = s.Ingest(ctx, bytes.NewReader(data), nil)
-	} else {
-		p, err = s.IngestBytes(ctx, data, nil)
-	}
-	if err != nil {
-		return 0, err
-	}
-	return s.Attach(ctx, p, rec)
 }
 
 // wantAttach attaches data and checks the case.
