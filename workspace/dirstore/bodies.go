@@ -14,7 +14,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 

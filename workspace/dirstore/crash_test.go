@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
-	"github.com/hybridctx/hybridctx/internal/crashfs"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/crashfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"

@@ -79,7 +79,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 

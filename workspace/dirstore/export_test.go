@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // OpenBodies opens the body half of a Store on fsys, as Open does (layout,

@@ -15,10 +15,10 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
-	"github.com/hybridctx/hybridctx/internal/faultfs"
-	"github.com/hybridctx/hybridctx/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/faultfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // Lock polling: a first short pause, doubled up to a ceiling, so that a

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/faultfs"
-	"github.com/hybridctx/hybridctx/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/faultfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // TestLockFileLivesWhileHeld: the lock file exists only while the lock is

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // Temporary bodies: a writer creates its file under a random name, locks it

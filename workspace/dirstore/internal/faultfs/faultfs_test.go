@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 func open(t *testing.T) (*FS, string) {

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // file is an open file or directory.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 func must(t *testing.T, err error) {

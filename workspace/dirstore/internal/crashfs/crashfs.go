@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // ErrCrashed is returned by every operation from the crash on. It wraps

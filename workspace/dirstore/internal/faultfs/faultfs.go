@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hybridctx/hybridctx/internal/vfs"
+	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
 // FS is a fault-injecting vfs.FS. It is safe for concurrent use.
