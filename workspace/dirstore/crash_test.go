@@ -155,7 +155,7 @@ func runCrashWorkload(t *testing.T, crashAt int, mutant bool) *crashRun {
 	// The records database is opened once for the run and its checks;
 	// its own files go to a throwaway file system, everything else to the
 	// crashing one.
-	recs, err := dirstore.Open(ctx, run.dbDir, &dirstore.Options{FS: crashfs.New(nil)})
+	recs, err := dirstore.Open(ctx, run.dbDir, dirstore.WithFS(&dirstore.Options{}, crashfs.New(nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

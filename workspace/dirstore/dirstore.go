@@ -111,11 +111,11 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Clock gives the commit time stamped on bodies; nil means time.Now.
 	Clock func() time.Time
-	// FS, when non-nil, replaces the directory for everything but the
-	// SQLite database, which stays in dir (which must then exist). It
-	// is for this module's tests (crash and fault simulation); leave it
-	// nil otherwise.
-	FS vfs.FS
+
+	// fsys, when non-nil, replaces the directory for everything but the
+	// SQLite database, which stays in dir (which must then exist). Only
+	// this package's tests set it (crash and fault simulation).
+	fsys vfs.FS
 }
 
 // Store is a directory workspace backend. It is safe for concurrent use by
@@ -169,7 +169,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
-	fsys := o.FS
+	fsys := o.fsys
 	if fsys == nil {
 		if err := mkdirDurable(abs); err != nil {
 			return nil, fmt.Errorf("dirstore: create workspace: %w", err)

@@ -7,6 +7,11 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 )
 
+// WithFS makes Open use fsys instead of the directory for everything but
+// the SQLite database, which stays in the directory (which must then
+// exist), and returns o.
+func WithFS(o *Options, fsys vfs.FS) *Options { o.fsys = fsys; return o }
+
 // OpenBodies opens the body half of a Store on fsys, as Open does (layout,
 // sweep) but without a records database, so that tests which reopen many
 // crash states need not open SQLite each time. Its record methods must not

@@ -55,7 +55,7 @@ func openFaulty(t testing.TB, dir string, clk *fakeClock) (*dirstore.Store, *fau
 		t.Fatal(err)
 	}
 	ff := faultfs.Wrap(vfs.OS(root))
-	ds, err := dirstore.Open(context.Background(), dir, &dirstore.Options{FS: ff, Clock: clk.Now})
+	ds, err := dirstore.Open(context.Background(), dir, dirstore.WithFS(&dirstore.Options{Clock: clk.Now}, ff))
 	if err != nil {
 		_ = root.Close()
 	}
@@ -347,7 +347,7 @@ func TestFaultDuringOpen(t *testing.T) {
 		root, _ := os.OpenRoot(dir)
 		ff := faultfs.Wrap(vfs.OS(root))
 		ff.Fail(k, syscall.EIO, false)
-		ds, err := dirstore.Open(context.Background(), dir, &dirstore.Options{FS: ff})
+		ds, err := dirstore.Open(context.Background(), dir, dirstore.WithFS(&dirstore.Options{}, ff))
 		if err == nil {
 			_ = ds.Close()
 		} else {

@@ -140,7 +140,7 @@ func TestSweepFallsBackToAge(t *testing.T) {
 		// Find the sweep's lock attempt, then fail it.
 		root, _ := os.OpenRoot(dir)
 		probe := faultfs.Wrap(vfs.OS(root))
-		ds, err := dirstore.Open(context.Background(), dir, &dirstore.Options{FS: probe})
+		ds, err := dirstore.Open(context.Background(), dir, dirstore.WithFS(&dirstore.Options{}, probe))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +156,7 @@ func TestSweepFallsBackToAge(t *testing.T) {
 		root, _ = os.OpenRoot(dir)
 		ff := faultfs.Wrap(vfs.OS(root))
 		ff.Fail(n, syscall.ENOLCK, false)
-		ds, err = dirstore.Open(context.Background(), dir, &dirstore.Options{FS: ff})
+		ds, err = dirstore.Open(context.Background(), dir, dirstore.WithFS(&dirstore.Options{}, ff))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -227,7 +227,7 @@ func TestNothingCreatedWide(t *testing.T) {
 	}
 	root, _ := os.OpenRoot(dir)
 	rec := &permRecorder{FS: vfs.OS(root), perms: map[string]fs.FileMode{}}
-	s, err := dirstore.Open(context.Background(), dir, &dirstore.Options{FS: rec})
+	s, err := dirstore.Open(context.Background(), dir, dirstore.WithFS(&dirstore.Options{}, rec))
 	if err != nil {
 		t.Fatal(err)
 	}
