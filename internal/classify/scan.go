@@ -138,142 +138,159 @@ func (s *scanner) literal(p []byte, i int, rest string) (state, int) {
 }
 
 // scan advances the state machine over p. It stops early at a syntax
-// error, leaving the scanner in stErr.
+// error, leaving the scanner in stErr. Each group of states (structure,
+// strings, numbers, literals) has its own loop, which returns when the
+// state leaves its group, at a syntax error or at the end of p.
 func (s *scanner) scan(p []byte) {
 	st, depth := s.st, s.depth
 	i := 0
-loop:
+	for i < len(p) && st != stErr {
+		switch st {
+		case stStr, stStrEsc, stStrU:
+			st, i = s.scanString(p, i, st)
+		case stNeg, stZero, stInt, stDot, stFrac, stExp, stExpSign, stExpDigit:
+			st, i = scanNumber(p, i, st)
+		case stLit:
+			st, i = s.scanLiteral(p, i)
+		default:
+			st, i, depth = s.scanStructure(p, i, st, depth)
+		}
+	}
+	s.st, s.depth = st, depth
+}
+
+// scanStructure runs the states between values: stValue, stArrFirst,
+// stObjFirst, stKey, stColon and stEnd.
+func (s *scanner) scanStructure(p []byte, i int, st state, depth int32) (state, int, int32) {
 	for i < len(p) {
 		c := p[i]
+		if class[c]&cSpace != 0 {
+			i = skipSpace(p, i+1)
+			continue
+		}
 		switch st {
-		case stStr:
-			if i = stringEnd(p, i); i == len(p) {
-				break loop
-			}
-			c = p[i]
-			i++
-			switch c {
-			case '"':
-				if s.key {
-					st = stColon
-				} else {
-					st = stEnd
-				}
-			case '\\':
-				st = stStrEsc
-			default:
-				st = stErr
-				break loop
-			}
-
 		case stEnd:
-			if class[c]&cSpace != 0 {
-				i = skipSpace(p, i+1)
-				continue
-			}
 			if depth == 0 {
-				st = stErr
-				break loop
+				return stErr, i, depth
 			}
 			d := depth - 1
 			obj := s.stack[d>>6]>>(d&63)&1 != 0
 			i++
 			switch {
+			case c == ',' && obj:
+				st = stKey
 			case c == ',':
-				if obj {
-					st = stKey
-				} else {
-					st = stValue
-				}
+				st = stValue
 			case c == '}' && obj, c == ']' && !obj:
 				depth--
 			default:
-				st = stErr
-				break loop
+				return stErr, i, depth
 			}
-
 		case stValue, stArrFirst:
-			if class[c]&cSpace != 0 {
-				i = skipSpace(p, i+1)
-				continue
-			}
 			i++
-			if depth == 0 {
-				s.top = c
-			}
-			switch c {
-			case '"':
-				s.key = false
-				st = stStr
-			case '{', '[':
-				if depth == maxDepth {
-					st = stErr
-					break loop
+			st, depth = s.value(c, st, depth)
+			switch st {
+			case stEnd, stObjFirst, stArrFirst:
+			case stLit:
+				st, i = s.literal(p, i, s.lit)
+				if st == stLit {
+					return st, i, depth
 				}
-				w, bit := depth>>6, uint64(1)<<(depth&63)
-				if c == '{' {
-					s.stack[w] |= bit
-					st = stObjFirst
-				} else {
-					s.stack[w] &^= bit
-					st = stArrFirst
-				}
-				depth++
-			case ']':
-				if st != stArrFirst {
-					st = stErr
-					break loop
-				}
-				depth--
-				st = stEnd
-			case '-':
-				st = stNeg
-			case '0':
-				st = stZero
-			case '1', '2', '3', '4', '5', '6', '7', '8', '9':
-				st = stInt
-			case 't':
-				st, i = s.literal(p, i, "rue")
-			case 'f':
-				st, i = s.literal(p, i, "alse")
-			case 'n':
-				st, i = s.literal(p, i, "ull")
 			default:
-				st = stErr
-				break loop
+				return st, i, depth
 			}
-
 		case stObjFirst, stKey:
-			if class[c]&cSpace != 0 {
-				i = skipSpace(p, i+1)
-				continue
-			}
 			i++
 			switch {
 			case c == '"':
 				s.key = true
-				st = stStr
+				return stStr, i, depth
 			case c == '}' && st == stObjFirst:
 				depth--
 				st = stEnd
 			default:
-				st = stErr
-				break loop
+				return stErr, i, depth
 			}
-
 		case stColon:
-			if class[c]&cSpace != 0 {
-				i = skipSpace(p, i+1)
-				continue
-			}
 			if c != ':' {
-				st = stErr
-				break loop
+				return stErr, i, depth
 			}
 			i++
 			st = stValue
+		default:
+			return st, i, depth
+		}
+	}
+	return st, i, depth
+}
 
+// value starts the value whose first byte is c, in state stValue or
+// stArrFirst. For a literal it leaves the bytes still expected in s.lit
+// and returns stLit.
+func (s *scanner) value(c byte, st state, depth int32) (state, int32) {
+	if depth == 0 {
+		s.top = c
+	}
+	switch c {
+	case '"':
+		s.key = false
+		return stStr, depth
+	case '{', '[':
+		if depth == maxDepth {
+			return stErr, depth
+		}
+		w, bit := depth>>6, uint64(1)<<(depth&63)
+		if c == '{' {
+			s.stack[w] |= bit
+			return stObjFirst, depth + 1
+		}
+		s.stack[w] &^= bit
+		return stArrFirst, depth + 1
+	case ']':
+		if st != stArrFirst {
+			return stErr, depth
+		}
+		return stEnd, depth - 1
+	case '-':
+		return stNeg, depth
+	case '0':
+		return stZero, depth
+	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return stInt, depth
+	case 't':
+		s.lit = "rue"
+	case 'f':
+		s.lit = "alse"
+	case 'n':
+		s.lit = "ull"
+	default:
+		return stErr, depth
+	}
+	return stLit, depth
+}
+
+// scanString runs the states inside a string: stStr, stStrEsc, stStrU.
+func (s *scanner) scanString(p []byte, i int, st state) (state, int) {
+	for i < len(p) {
+		switch st {
+		case stStr:
+			if i = stringEnd(p, i); i == len(p) {
+				return st, i
+			}
+			c := p[i]
+			i++
+			switch {
+			case c == '"' && s.key:
+				return stColon, i
+			case c == '"':
+				return stEnd, i
+			case c == '\\':
+				st = stStrEsc
+			default:
+				return stErr, i
+			}
 		case stStrEsc:
+			c := p[i]
 			i++
 			switch c {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
@@ -282,21 +299,28 @@ loop:
 				s.hex = 0
 				st = stStrU
 			default:
-				st = stErr
-				break loop
+				return stErr, i
 			}
-
-		case stStrU:
-			if class[c]&cHex == 0 {
-				st = stErr
-				break loop
+		default: // stStrU
+			if class[p[i]]&cHex == 0 {
+				return stErr, i
 			}
 			i++
-			s.hex++
-			if s.hex == 4 {
+			if s.hex++; s.hex == 4 {
 				st = stStr
 			}
+		}
+	}
+	return st, i
+}
 
+// scanNumber runs the states inside a number, from after its sign or
+// first digit. It returns stEnd without consuming the first byte that is
+// not part of the number, for the structure states to rescan.
+func scanNumber(p []byte, i int, st state) (state, int) {
+	for i < len(p) {
+		c := p[i]
+		switch st {
 		case stNeg:
 			i++
 			switch {
@@ -305,17 +329,12 @@ loop:
 			case '1' <= c && c <= '9':
 				st = stInt
 			default:
-				st = stErr
-				break loop
+				return stErr, i
 			}
-
 		case stInt, stZero:
 			if st == stInt {
-				for i < len(p) && class[p[i]]&cDigit != 0 {
-					i++
-				}
-				if i == len(p) {
-					break loop
+				if i = skipDigits(p, i); i == len(p) {
+					return st, i
 				}
 				c = p[i]
 			}
@@ -327,31 +346,27 @@ loop:
 				i++
 				st = stExp
 			default:
-				st = stEnd // c is not part of the number: rescan it
+				return stEnd, i
 			}
-
-		case stDot:
+		case stDot, stExpSign:
 			if class[c]&cDigit == 0 {
-				st = stErr
-				break loop
+				return stErr, i
 			}
 			i++
-			st = stFrac
-
-		case stFrac:
-			for i < len(p) && class[p[i]]&cDigit != 0 {
-				i++
-			}
-			if i == len(p) {
-				break loop
-			}
-			if c = p[i]; c == 'e' || c == 'E' {
-				i++
-				st = stExp
+			if st == stDot {
+				st = stFrac
 			} else {
-				st = stEnd
+				st = stExpDigit
 			}
-
+		case stFrac:
+			if i = skipDigits(p, i); i == len(p) {
+				return st, i
+			}
+			if c = p[i]; c != 'e' && c != 'E' {
+				return stEnd, i
+			}
+			i++
+			st = stExp
 		case stExp:
 			i++
 			switch {
@@ -360,40 +375,36 @@ loop:
 			case class[c]&cDigit != 0:
 				st = stExpDigit
 			default:
-				st = stErr
-				break loop
+				return stErr, i
 			}
-
-		case stExpSign:
-			if class[c]&cDigit == 0 {
-				st = stErr
-				break loop
+		default: // stExpDigit
+			if i = skipDigits(p, i); i < len(p) {
+				return stEnd, i
 			}
-			i++
-			st = stExpDigit
-
-		case stExpDigit:
-			for i < len(p) && class[p[i]]&cDigit != 0 {
-				i++
-			}
-			if i < len(p) {
-				st = stEnd
-			}
-
-		case stLit:
-			if c != s.lit[0] {
-				st = stErr
-				break loop
-			}
-			i++
-			s.lit = s.lit[1:]
-			if len(s.lit) == 0 {
-				st = stEnd
-			}
-
-		default: // stErr
-			break loop
 		}
 	}
-	s.st, s.depth = st, depth
+	return st, i
+}
+
+// skipDigits returns the index of the first byte of p at or after i that is
+// not a digit, or len(p).
+func skipDigits(p []byte, i int) int {
+	for i < len(p) && class[p[i]]&cDigit != 0 {
+		i++
+	}
+	return i
+}
+
+// scanLiteral runs stLit: the rest of true, false or null, in s.lit.
+func (s *scanner) scanLiteral(p []byte, i int) (state, int) {
+	for i < len(p) {
+		if p[i] != s.lit[0] {
+			return stErr, i
+		}
+		i++
+		if s.lit = s.lit[1:]; len(s.lit) == 0 {
+			return stEnd, i
+		}
+	}
+	return stLit, i
 }
