@@ -177,8 +177,8 @@ func TestList(t *testing.T) {
 		}
 	}
 	l, err := f.fs.List(ctx, "/")
-	if !errors.Is(err, filestore.ErrInvalidPath) {
-		t.Fatalf("rooted directory: %v", err)
+	if !errors.Is(err, filestore.ErrInvalidPath) || l != nil {
+		t.Fatalf("rooted directory: %v %v", l, err)
 	}
 	// The root has b.md/, y/, z/, a.md, b.md: five children, over the cap.
 	if l, err = f.fs.List(ctx, "."); !errors.Is(err, filestore.ErrListCap) || l != nil {

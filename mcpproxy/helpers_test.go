@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 MCP sampling is deprecated as of protocol 2026-07-28 but still served by the SDK; these tests prove the proxy forwards it.
+
 package mcpproxy
 
 import (

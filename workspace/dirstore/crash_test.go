@@ -142,7 +142,7 @@ type crashRun struct {
 	clock             *fakeClock
 	recs              *dirstore.Store
 	completed         bool
-	outcomes, summary []string
+	outcomes []string
 }
 
 func runCrashWorkload(t *testing.T, crashAt int, mutant bool) *crashRun {

@@ -277,7 +277,7 @@ func TestFaultTypedErrors(t *testing.T) {
 	base := scratchDir(t)
 	data := bytes.Repeat([]byte("typed\n"), 100_000)
 	ref := artifact.RefOf(data)
-	run := func(dir string, arm func(ff *faultfs.FS)) (putErr, readErr, delErr error, ops int) {
+	run := func(dir string, arm func(ff *faultfs.FS)) (ops int, putErr, readErr, delErr error) {
 		ds, ff, err := openFaulty(t, dir, newClock())
 		if err != nil {
 			t.Fatal(err)
@@ -290,13 +290,13 @@ func TestFaultTypedErrors(t *testing.T) {
 		_, _, _, putErr = drivertest.Put(ctx, store, bytes.NewReader(data), nil)
 		_, readErr = store.ReadVerified(ctx, ref, int64(len(data)), 0, 10)
 		delErr = store.DeleteBody(ctx, ref)
-		return putErr, readErr, delErr, ff.Ops() - start
+		return ff.Ops() - start, putErr, readErr, delErr
 	}
-	_, _, _, total := run(filepath.Join(base, "dry"), func(*faultfs.FS) {})
+	total, _, _, _ := run(filepath.Join(base, "dry"), func(*faultfs.FS) {})
 	typed := 0
 	for k := 1; k <= total; k++ {
 		dir := filepath.Join(base, fmt.Sprint(k))
-		putErr, readErr, delErr, _ := run(dir, func(ff *faultfs.FS) { ff.Fail(ff.Ops()+k, syscall.EIO, false) })
+		_, putErr, readErr, delErr := run(dir, func(ff *faultfs.FS) { ff.Fail(ff.Ops()+k, syscall.EIO, false) })
 		for _, err := range []error{putErr, readErr, delErr} {
 			if err == nil {
 				continue
