@@ -134,15 +134,15 @@ type ack struct {
 // directory of its records database, whether X was tampered with before
 // the crash and whether its repair was acknowledged.
 type crashRun struct {
-	image             *crashfs.Image
-	acks              []ack
-	dbDir             string
-	tampered, healed  bool
-	log               []crashfs.Op
-	clock             *fakeClock
-	recs              *dirstore.Store
-	completed         bool
-	outcomes []string
+	image            *crashfs.Image
+	acks             []ack
+	dbDir            string
+	tampered, healed bool
+	log              []crashfs.Op
+	clock            *fakeClock
+	recs             *dirstore.Store
+	completed        bool
+	outcomes         []string
 }
 
 func runCrashWorkload(t *testing.T, crashAt int, mutant bool) *crashRun {
