@@ -40,9 +40,9 @@ func BenchmarkMiddleware(b *testing.B) {
 					}
 					var err error
 					if via == "bare" {
-						_, err = e.off.Offload(ctx, call, buf)
+						_, err = e.Off.Offload(ctx, call, buf)
 					} else {
-						_, err = e.mw.Call(ctx, call, tool, nil)
+						_, err = e.MW.Call(ctx, call, tool, nil)
 					}
 					if err != nil {
 						b.Fatal(err)
@@ -57,11 +57,11 @@ func BenchmarkMiddleware(b *testing.B) {
 // the owner, budget and digest checks of a 64 KiB body, and the segment.
 func BenchmarkReadTool(b *testing.B) {
 	e := newEnv(b, 4096, 65536)
-	out, _ := e.off.Offload(context.Background(), hybridctx.Call{}, text(64<<10, 3))
+	out, _ := e.Off.Offload(context.Background(), hybridctx.Call{}, text(64<<10, 3))
 	args := agent.ReadArguments(out.Ref.String(), 1024, 4096, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := e.read.Call(context.Background(), args); err != nil {
+		if _, err := e.Read.Call(context.Background(), args); err != nil {
 			b.Fatal(err)
 		}
 	}

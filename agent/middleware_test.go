@@ -18,17 +18,17 @@ func constTool(v any) agent.ToolFunc {
 func TestMiddlewareInline(t *testing.T) {
 	e := newEnv(t, 64, 0)
 	ctx, rec := reporting("root")
-	out, err := e.mw.Call(ctx, hybridctx.Call{Tool: "t", ID: "c1"}, constTool("small result"), nil)
+	out, err := e.MW.Call(ctx, hybridctx.Call{Tool: "t", ID: "c1"}, constTool("small result"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Outcome() != hybridctx.Inline || out.Reason() != hybridctx.BelowThreshold || out.Text() != "small result" {
 		t.Fatalf("got %v/%v %q", out.Outcome(), out.Reason(), out.Text())
 	}
-	if ev := rec.all(); len(ev) != 1 || ev[0].Diagnostics != out.Diagnostics() {
+	if ev := rec.All(); len(ev) != 1 || ev[0].Diagnostics != out.Diagnostics() {
 		t.Fatalf("events %v", ev)
 	}
-	if c := e.inst.Counts(); c.NewWriters+c.GetRecords+c.Stats != 0 {
+	if c := e.Inst.Counts(); c.NewWriters+c.GetRecords+c.Stats != 0 {
 		t.Fatalf("an inline result touched the workspace: %+v", c)
 	}
 }
@@ -36,7 +36,7 @@ func TestMiddlewareInline(t *testing.T) {
 func TestMiddlewareOffloaded(t *testing.T) {
 	e := newEnv(t, 64, 0)
 	big := text(5000, 1)
-	out, err := e.mw.Wrap("grep", constTool(big))(context.Background(), "c1", nil)
+	out, err := e.MW.Wrap("grep", constTool(big))(context.Background(), "c1", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,17 +46,17 @@ func TestMiddlewareOffloaded(t *testing.T) {
 	if first, _, _ := strings.Cut(out.Text(), "\n"); first != out.Ref.String() {
 		t.Fatalf("notice starts %q", first)
 	}
-	got, err := e.reh.Rehydrate(context.Background(), hybridctx.Request{Reference: out.Ref.String(), Budget: 1 << 20})
+	got, err := e.Reh.Rehydrate(context.Background(), hybridctx.Request{Reference: out.Ref.String(), Budget: 1 << 20})
 	if err != nil || string(got.Segment.Bytes()) != big {
 		t.Fatalf("round trip: %v", err)
 	}
 	// The record names the wrapped tool and the call id, never the notice.
-	rec, err := e.store.GetRecord(context.Background(), testOwner, out.Ref)
+	rec, err := e.Store.GetRecord(context.Background(), testOwner, out.Ref)
 	if err != nil || rec.Tool != "grep" || rec.CallID != "c1" {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
 	// The same content again is an existing reference with the same notice.
-	again, err := e.mw.Call(context.Background(), hybridctx.Call{Tool: "grep", ID: "c2"}, constTool(big), nil)
+	again, err := e.MW.Call(context.Background(), hybridctx.Call{Tool: "grep", ID: "c2"}, constTool(big), nil)
 	if err != nil || again.Outcome() != hybridctx.ExistingReference || again.Text() != out.Text() {
 		t.Fatalf("again: %v %v", again.Outcome(), err)
 	}
@@ -88,8 +88,8 @@ func TestMiddlewareFailedKeepsContent(t *testing.T) {
 func TestMiddlewareSegmentBypass(t *testing.T) {
 	e := newEnv(t, 64, 1<<20)
 	big := text(10000, 2)
-	stored, _ := e.off.Offload(context.Background(), hybridctx.Call{}, big)
-	out, err := e.mw.Call(context.Background(), hybridctx.Call{Tool: "read_artifact"}, e.read.Call,
+	stored, _ := e.Off.Offload(context.Background(), hybridctx.Call{}, big)
+	out, err := e.MW.Call(context.Background(), hybridctx.Call{Tool: "read_artifact"}, e.Read.Call,
 		agent.ReadArguments(stored.Ref.String(), 0, 0, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -106,29 +106,29 @@ func TestMiddlewareToolErrorPassesThrough(t *testing.T) {
 	e := newEnv(t, 8, 0)
 	ctx, rec := reporting("root")
 	boom := errors.New(strings.Repeat("x", 1000))
-	writes := e.inst.Counts().NewWriters
-	_, err := e.mw.Call(ctx, hybridctx.Call{}, func(context.Context, json.RawMessage) (any, error) { return nil, boom }, nil)
+	writes := e.Inst.Counts().NewWriters
+	_, err := e.MW.Call(ctx, hybridctx.Call{}, func(context.Context, json.RawMessage) (any, error) { return nil, boom }, nil)
 	if !errors.Is(err, agent.ErrToolFailed) || !errors.Is(err, boom) {
 		t.Fatalf("err %v", err)
 	}
-	if len(rec.all()) != 0 || e.inst.Counts().NewWriters != writes {
+	if len(rec.All()) != 0 || e.Inst.Counts().NewWriters != writes {
 		t.Fatal("a tool error was decided or stored")
 	}
-	if _, err := e.mw.Call(ctx, hybridctx.Call{}, nil, nil); !errors.Is(err, agent.ErrToolFailed) {
+	if _, err := e.MW.Call(ctx, hybridctx.Call{}, nil, nil); !errors.Is(err, agent.ErrToolFailed) {
 		t.Fatalf("nil tool: %v", err)
 	}
 }
 
 func TestMiddlewareNoDecision(t *testing.T) {
 	e := newEnv(t, 8, 0)
-	if _, err := e.mw.Call(context.Background(), hybridctx.Call{}, constTool(make(chan int)), nil); !errors.Is(err, hybridctx.ErrUnserializable) {
+	if _, err := e.MW.Call(context.Background(), hybridctx.Call{}, constTool(make(chan int)), nil); !errors.Is(err, hybridctx.ErrUnserializable) {
 		t.Fatalf("unserializable: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	ran := false
 	tool := func(context.Context, json.RawMessage) (any, error) { ran = true; return "x", nil }
-	if _, err := e.mw.Call(ctx, hybridctx.Call{}, tool, nil); !errors.Is(err, context.Canceled) || !ran {
+	if _, err := e.MW.Call(ctx, hybridctx.Call{}, tool, nil); !errors.Is(err, context.Canceled) || !ran {
 		t.Fatalf("cancelled: %v (tool ran %v)", err, ran)
 	}
 	if _, err := agent.NewMiddleware(nil); !errors.Is(err, agent.ErrNilOffloader) {

@@ -15,20 +15,10 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
-// stored offloads body through e and returns its reference text.
-func stored(t *testing.T, e *env, body string) string {
-	t.Helper()
-	out, err := e.off.Offload(context.Background(), hybridctx.Call{Tool: "t", ID: "c"}, body)
-	if err != nil || out.Ref.IsZero() {
-		t.Fatalf("offload: %v %v", out, err)
-	}
-	return out.Ref.String()
-}
-
 // readErr calls the read tool and returns its *ReadError, failing otherwise.
 func readErr(t *testing.T, e *env, ctx context.Context, args json.RawMessage) *agent.ReadError {
 	t.Helper()
-	v, err := e.read.Call(ctx, args)
+	v, err := e.Read.Call(ctx, args)
 	var re *agent.ReadError
 	if !errors.As(err, &re) || v != nil {
 		t.Fatalf("got %v, %v; want a *ReadError", v, err)
@@ -44,7 +34,7 @@ func TestReadResolved(t *testing.T) {
 	body := text(3000, 3)
 	ref := stored(t, e, body)
 	ctx, rec := reporting("root")
-	v, err := e.read.Call(ctx, agent.ReadArguments(ref, 100, 50, 0))
+	v, err := e.Read.Call(ctx, agent.ReadArguments(ref, 100, 50, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +42,7 @@ func TestReadResolved(t *testing.T) {
 	if !ok || string(seg.Bytes()) != body[100:150] || !seg.SkipOffload() || seg.Offset() != 100 || seg.BodySize() != 3000 {
 		t.Fatalf("segment %v", v)
 	}
-	ev := rec.all()
+	ev := rec.All()
 	if len(ev) != 1 || ev[0].Diagnostics.Outcome() != hybridctx.Resolved || ev[0].Diagnostics.ConfiguredBytes() != 1000 {
 		t.Fatalf("events %v", ev)
 	}
@@ -60,14 +50,14 @@ func TestReadResolved(t *testing.T) {
 	if re := readErr(t, e, ctx, agent.ReadArguments(ref, 0, 50, 49)); re.Budget != 49 {
 		t.Fatalf("budget %d, want 49", re.Budget)
 	}
-	if v, err := e.read.Call(ctx, agent.ReadArguments(ref, 0, 1000, 5000)); err != nil || len(v.(*hybridctx.Segment).Bytes()) != 1000 {
+	if v, err := e.Read.Call(ctx, agent.ReadArguments(ref, 0, 1000, 5000)); err != nil || len(v.(*hybridctx.Segment).Bytes()) != 1000 {
 		t.Fatalf("at the cap: %v", err)
 	}
 	if re := readErr(t, e, ctx, agent.ReadArguments(ref, 0, 1001, 5000)); re.Budget != 1000 {
 		t.Fatalf("budget %d, want the cap 1000", re.Budget)
 	}
 	// Past the end: zero bytes, still verified and resolved.
-	r, err := e.read.Read(ctx, agent.ReadArguments(ref, 5000, 0, 0))
+	r, err := e.Read.Read(ctx, agent.ReadArguments(ref, 5000, 0, 0))
 	if err != nil || r.Outcome() != hybridctx.Resolved || len(r.Segment.Bytes()) != 0 || r.BodySize != 3000 {
 		t.Fatalf("past the end: %v %v", r, err)
 	}
@@ -76,7 +66,7 @@ func TestReadResolved(t *testing.T) {
 func TestReadOverBudget(t *testing.T) {
 	e := newEnv(t, 16, 100)
 	ref := stored(t, e, text(1000, 4))
-	opens := e.inst.Counts().Opens
+	opens := e.Inst.Counts().Opens
 	re := readErr(t, e, context.Background(), agent.ReadArguments(ref, 0, 0, 0))
 	if re.Rehydration.Outcome() != hybridctx.OverBudget || re.Budget != 100 {
 		t.Fatalf("got %v budget %d", re.Rehydration.Outcome(), re.Budget)
@@ -85,11 +75,11 @@ func TestReadOverBudget(t *testing.T) {
 	if re.Error() != want {
 		t.Fatalf("message\n%s\nwant\n%s", re.Error(), want)
 	}
-	if e.inst.Counts().Opens != opens {
+	if e.Inst.Counts().Opens != opens {
 		t.Fatal("an over-budget read opened the body")
 	}
 	// Following the advice works.
-	if _, err := e.read.Call(context.Background(), agent.ReadArguments(ref, 900, 100, 0)); err != nil {
+	if _, err := e.Read.Call(context.Background(), agent.ReadArguments(ref, 900, 100, 0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -113,7 +103,7 @@ func TestReadUnauthorized(t *testing.T) {
 		t.Fatalf("oracle:\n%s\n%s", never.Error(), re.Error())
 	}
 	// The owner itself reads it.
-	if _, err := theirs.read.Call(context.Background(), agent.ReadArguments(ref, 0, 0, 0)); err != nil {
+	if _, err := theirs.Read.Call(context.Background(), agent.ReadArguments(ref, 0, 0, 0)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -123,14 +113,14 @@ func TestReadStaleAndMissing(t *testing.T) {
 	body := text(800, 6)
 	ref := stored(t, e, body)
 	r, _ := artifact.ParseRef(ref)
-	if !e.inst.Tamper(r.Hex(), []byte(strings.ToUpper(body))) {
+	if !e.Inst.Tamper(r.Hex(), []byte(strings.ToUpper(body))) {
 		t.Fatal("cannot tamper")
 	}
 	re := readErr(t, e, context.Background(), agent.ReadArguments(ref, 0, 10, 0))
 	if re.Rehydration.Outcome() != hybridctx.Stale || !strings.Contains(re.Error(), "stale (digest_mismatch)") {
 		t.Fatalf("got %v: %s", re.Rehydration.Outcome(), re.Error())
 	}
-	if err := e.store.DeleteBody(context.Background(), r); err != nil {
+	if err := e.Store.DeleteBody(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
 	re = readErr(t, e, context.Background(), agent.ReadArguments(ref, 0, 10, 0))
@@ -146,7 +136,7 @@ func TestReadInvalidReference(t *testing.T) {
 	if re.Rehydration.Outcome() != hybridctx.InvalidReference || !strings.Contains(re.Error(), "64 lowercase hex") {
 		t.Fatalf("got %v: %s", re.Rehydration.Outcome(), re.Error())
 	}
-	if len(rec.all()) != 1 {
+	if len(rec.All()) != 1 {
 		t.Fatal("invalid_reference reports one event")
 	}
 }
@@ -163,8 +153,8 @@ func TestReadInvalidArguments(t *testing.T) {
 		`{"reference":"` + ref + `","offset":99999999999999999999}`, `{"reference":"` + ref + `","path":"/etc/passwd"}`,
 		`{"reference":"` + ref + `"}x`, "{\"reference\":\"\xff\"}", `{"reference":"` + strings.Repeat("a", 5000) + `"}`,
 	} {
-		before := e.inst.Counts()
-		v, err := e.read.Call(ctx, json.RawMessage(args))
+		before := e.Inst.Counts()
+		v, err := e.Read.Call(ctx, json.RawMessage(args))
 		if v != nil || !errors.Is(err, agent.ErrInvalidArguments) {
 			t.Errorf("%.60q: got %v, %v", args, v, err)
 			continue
@@ -172,15 +162,15 @@ func TestReadInvalidArguments(t *testing.T) {
 		if !strings.Contains(err.Error(), `expected {"reference"`) || strings.Contains(err.Error(), "passwd") {
 			t.Errorf("%.60q: message %q", args, err)
 		}
-		if after := e.inst.Counts(); after.GetRecords != before.GetRecords || after.Opens != before.Opens {
+		if after := e.Inst.Counts(); after.GetRecords != before.GetRecords || after.Opens != before.Opens {
 			t.Errorf("%.60q reached the workspace", args)
 		}
 	}
-	if n := len(rec.all()); n != 0 {
+	if n := len(rec.All()); n != 0 {
 		t.Fatalf("%d events for invalid arguments", n)
 	}
 	// null optional fields are absent.
-	if _, err := e.read.Call(ctx, json.RawMessage(`{"reference":"`+ref+`","offset":null,"length":null,"max_bytes":null}`)); err != nil {
+	if _, err := e.Read.Call(ctx, json.RawMessage(`{"reference":"`+ref+`","offset":null,"length":null,"max_bytes":null}`)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -192,13 +182,13 @@ func TestReadStorageFailureIsCategorical(t *testing.T) {
 		GetRecord: func(context.Context, artifact.Owner, artifact.Ref) error { return cause },
 	})
 	e := newEnvOn(t, inst, workspace.New(inst, inst), testOwner, 16, 0)
-	_, err := e.read.Call(context.Background(), agent.ReadArguments(artifact.RefOf([]byte("x")).String(), 0, 0, 0))
+	_, err := e.Read.Call(context.Background(), agent.ReadArguments(artifact.RefOf([]byte("x")).String(), 0, 0, 0))
 	if !errors.Is(err, agent.ErrReadFailed) || !errors.Is(err, cause) || strings.Contains(err.Error(), "secret") {
 		t.Fatalf("err %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := e.read.Call(ctx, agent.ReadArguments(artifact.RefOf([]byte("x")).String(), 0, 0, 0)); !errors.Is(err, context.Canceled) {
+	if _, err := e.Read.Call(ctx, agent.ReadArguments(artifact.RefOf([]byte("x")).String(), 0, 0, 0)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 }
@@ -209,11 +199,11 @@ func TestNewReadTool(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range []agent.ReadToolOptions{{Name: "read artifact"}, {Name: strings.Repeat("r", 65)}, {BudgetCap: -1}} {
-		if _, err := agent.NewReadTool(e.reh, &o); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
+		if _, err := agent.NewReadTool(e.Reh, &o); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}
-	rt, err := agent.NewReadTool(e.reh, &agent.ReadToolOptions{Name: "fetch_artifact"})
+	rt, err := agent.NewReadTool(e.Reh, &agent.ReadToolOptions{Name: "fetch_artifact"})
 	if err != nil || rt.Name() != "fetch_artifact" || rt.BudgetCap() != agent.DefaultBudgetCap || rt.Spec().Name != "fetch_artifact" {
 		t.Fatalf("%v %v", rt, err)
 	}

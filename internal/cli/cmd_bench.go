@@ -25,7 +25,7 @@ By default the workload is generated from --seed: --count tool results (1000)
 in two sessions that share one workspace, with log-normal sizes (median
 8 KiB, 99.9th percentile 8 MiB, clamped to 8 MiB), 10% exact duplicates,
 and a mix of log text, JSON and binary content. Every session is an
-agent.Loop with a scripted model: it calls one tool per result, the
+loop.Loop with a scripted model: it calls one tool per result, the
 middleware decides each result under --threshold (default 4096 bytes), then
 the model reads a 4 KiB range of every stored body through read_artifact,
 and finally every stored body is read back whole through the same tool and

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/sink"
 )
@@ -90,7 +91,7 @@ type demoJSON struct {
 	Final     string             `json:"final"`
 	Turns     int                `json:"turns"`
 	ToolCalls int                `json:"tool_calls"`
-	History   agent.Size         `json:"history"`
+	History   loop.Size          `json:"history"`
 	Summary   sink.SummaryReport `json:"summary"`
 }
 
@@ -159,10 +160,10 @@ func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
 
 // demoRun is one play of the scenario: the root loop and every history.
 type demoRun struct {
-	root     *agent.Loop
-	rootHist *agent.History
+	root     *loop.Loop
+	rootHist *loop.History
 	mu       sync.Mutex
-	subs     []*agent.History
+	subs     []*loop.History
 	turns    int
 	calls    int
 }
@@ -185,46 +186,46 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 		return nil, err
 	}
 	r := &demoRun{}
-	delegate, err := agent.DelegateTool(agent.DelegateOptions{
+	delegate, err := loop.DelegateTool(loop.DelegateOptions{
 		AgentID:     demoSubAgent,
 		Description: "Hand a task to a research sub-agent that can read the test report.",
-		New: func(_ context.Context, task string) (*agent.Loop, *agent.History, error) {
-			loop, err := agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoSubScript(read.Name())...),
+		New: func(_ context.Context, task string) (*loop.Loop, *loop.History, error) {
+			l, err := loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(demoSubScript(read.Name())...),
 				Middleware: mw, Tools: demoSubTools(), ReadTool: read})
 			if err != nil {
 				return nil, nil, err
 			}
-			h, err := agent.NewHistory(o.threshold, agent.Message{Role: agent.RoleUser, Content: task})
+			h, err := loop.NewHistory(o.threshold, loop.Message{Role: loop.RoleUser, Content: task})
 			if err != nil {
 				return nil, nil, err
 			}
 			r.mu.Lock()
 			r.subs = append(r.subs, h)
 			r.mu.Unlock()
-			return loop, h, nil
+			return l, h, nil
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	r.root, err = agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoRootScript(read.Name())...),
+	r.root, err = loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(demoRootScript(read.Name())...),
 		Middleware: mw, Tools: append(demoTools(), delegate), ReadTool: read})
 	if err != nil {
 		return nil, err
 	}
-	r.rootHist, err = agent.NewHistory(o.threshold, agent.Message{Role: agent.RoleUser, Content: demoQuestion})
+	r.rootHist, err = loop.NewHistory(o.threshold, loop.Message{Role: loop.RoleUser, Content: demoQuestion})
 	return r, err
 }
 
 // histories returns the root's history, then the sub-agents'.
-func (r *demoRun) histories() []*agent.History {
+func (r *demoRun) histories() []*loop.History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return append([]*agent.History{r.rootHist}, r.subs...)
+	return append([]*loop.History{r.rootHist}, r.subs...)
 }
 
 // play runs the scenario and checks every history's invariant.
-func (r *demoRun) play(ctx context.Context) (*agent.Result, error) {
+func (r *demoRun) play(ctx context.Context) (*loop.Result, error) {
 	res, err := r.root.Run(ctx, r.rootHist)
 	if err != nil {
 		return nil, err
@@ -235,9 +236,9 @@ func (r *demoRun) play(ctx context.Context) (*agent.Result, error) {
 		}
 		for _, m := range h.Messages() {
 			switch m.Role {
-			case agent.RoleAssistant:
+			case loop.RoleAssistant:
 				r.turns++
-			case agent.RoleTool:
+			case loop.RoleTool:
 				r.calls++
 			}
 		}
@@ -249,8 +250,8 @@ func (r *demoRun) play(ctx context.Context) (*agent.Result, error) {
 }
 
 // size weighs every history of the run together.
-func (r *demoRun) size() agent.Size {
-	var s agent.Size
+func (r *demoRun) size() loop.Size {
+	var s loop.Size
 	for _, h := range r.histories() {
 		hs := h.Size()
 		s.Bytes += hs.Bytes
@@ -279,9 +280,9 @@ func (r *demoRun) transcript(w io.Writer) {
 			}
 			tag := string(m.Role)
 			switch {
-			case m.Role == agent.RoleTool && m.Offload != nil && m.Offload.Reason() == hybridctx.RecoveredSegmentBypass:
+			case m.Role == loop.RoleTool && m.Offload != nil && m.Offload.Reason() == hybridctx.RecoveredSegmentBypass:
 				tag += " [recovered]"
-			case m.Role == agent.RoleTool && m.Offload != nil:
+			case m.Role == loop.RoleTool && m.Offload != nil:
 				tag += " [" + m.Offload.Outcome().String() + "]"
 			case m.IsError:
 				tag += " [error]"
@@ -308,7 +309,7 @@ func highlight(content string) (line string, more bool) {
 }
 
 // writeDemoSummary writes the run summary lines.
-func writeDemoSummary(w io.Writer, runID string, r *demoRun, size agent.Size, rep sink.SummaryReport, threshold int64) {
+func writeDemoSummary(w io.Writer, runID string, r *demoRun, size loop.Size, rep sink.SummaryReport, threshold int64) {
 	pct := 0.0
 	if size.WithoutOffload > 0 {
 		pct = 100 * float64(size.Bytes) / float64(size.WithoutOffload)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 )
 
 // The demo's scripted scenario: a root agent investigates a failed nightly
@@ -122,11 +123,11 @@ func demoSubTools() []agent.Tool {
 
 // readTail is a step reading the last n bytes of the newest stored result,
 // as a model would after reading the size on the notice's second line.
-func readTail(tool string, n int64) agent.Step {
-	return func(h []agent.Message) (agent.Reply, error) {
-		ref, ok := agent.LatestReference(h)
+func readTail(tool string, n int64) loop.Step {
+	return func(h []loop.Message) (loop.Reply, error) {
+		ref, ok := loop.LatestReference(h)
 		if !ok {
-			return agent.Reply{}, agent.ErrNoReference
+			return loop.Reply{}, loop.ErrNoReference
 		}
 		size := int64(0)
 		for i := len(h) - 1; i >= 0; i-- {
@@ -135,30 +136,30 @@ func readTail(tool string, n int64) agent.Step {
 				break
 			}
 		}
-		return agent.Reply{Content: "Reading the end of the log, where builds fail.",
-			ToolCalls: []agent.ToolCall{{Name: tool, Arguments: agent.ReadArguments(ref.String(), max(0, size-n), n, 0)}}}, nil
+		return loop.Reply{Content: "Reading the end of the log, where builds fail.",
+			ToolCalls: []loop.ToolCall{{Name: tool, Arguments: agent.ReadArguments(ref.String(), max(0, size-n), n, 0)}}}, nil
 	}
 }
 
 // demoRootScript is the root agent's script.
-func demoRootScript(read string) []agent.Step {
-	return []agent.Step{
-		agent.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
+func demoRootScript(read string) []loop.Step {
+	return []loop.Step{
+		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
 		readTail(read, 1024),
-		agent.ReadLatest(read, 0, 0, 0), // the whole log: over budget, the model learns to page
-		agent.CallTool("ticket", jsonArgs(map[string]string{"id": "BUILD-1423"})),
-		agent.CallTool("delegate", jsonArgs(map[string]string{"task": demoTask})),
-		agent.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})), // again: existing reference
-		agent.Say(demoAnswer),
+		loop.ReadLatest(read, 0, 0, 0), // the whole log: over budget, the model learns to page
+		loop.CallTool("ticket", jsonArgs(map[string]string{"id": "BUILD-1423"})),
+		loop.CallTool("delegate", jsonArgs(map[string]string{"task": demoTask})),
+		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})), // again: existing reference
+		loop.Say(demoAnswer),
 	}
 }
 
 // demoSubScript is the sub-agent's script.
-func demoSubScript(read string) []agent.Step {
-	return []agent.Step{
-		agent.CallTool("test_report", jsonArgs(map[string]int{"suites": demoSuites})),
-		agent.ReadLatest(read, 0, 2048, 2048),
-		agent.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, " +
+func demoSubScript(read string) []loop.Step {
+	return []loop.Step{
+		loop.CallTool("test_report", jsonArgs(map[string]int{"suites": demoSuites})),
+		loop.ReadLatest(read, 0, 2048, 2048),
+		loop.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, " +
 			"each with \"link step failed: ld killed by signal 9\"; every other suite passed."),
 	}
 }

@@ -1,7 +1,7 @@
 // Package workload is the benchmark workload of `hybridctx bench`: a
 // sequence of tool results (Item), its JSON Lines form (Reader, Writer), a
 // seeded generator (Generate) and a runner (Run) that sends every result
-// through the agent-loop seam — agent.Middleware inside an agent.Loop
+// through the agent-loop seam — agent.Middleware inside an loop.Loop
 // driven by a scripted model, and the read_artifact tool for rehydrations —
 // and measures what happened.
 //

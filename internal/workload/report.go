@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 )
 
 // Report is what Run measured. Its JSON form is the output of
@@ -61,7 +61,7 @@ type HistoryReport struct {
 	InvariantErrors int `json:"invariant_errors,omitempty"`
 }
 
-func (h *HistoryReport) add(s agent.Size) {
+func (h *HistoryReport) add(s loop.Size) {
 	h.Bytes += s.Bytes
 	h.WithoutOffload += s.WithoutOffload
 }

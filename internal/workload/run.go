@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 )
@@ -67,9 +68,9 @@ type session struct {
 	read    *agent.ReadTool
 	tools   map[string]bool
 
-	hist    *agent.History // the current conversation
-	stash   *Item          // the next item, waiting for its tool to be offered
-	cur     Item           // the item whose result is being decided
+	hist    *loop.History // the current conversation
+	stash   *Item         // the next item, waiting for its tool to be offered
+	cur     Item          // the item whose result is being decided
 	t0      time.Time
 	pending bool
 	phase   int // 0 offloading, 1 ranged reads, 2 done
@@ -98,8 +99,8 @@ type stats struct {
 	outcomes      map[string]int
 	rehydrations  map[string]int
 	whole, ranged []time.Duration
-	history       agent.Size // every conversation, reads included
-	resultHistory agent.Size // up to the last result's decision
+	history       loop.Size // every conversation, reads included
+	resultHistory loop.Size // up to the last result's decision
 	results       int
 	resultBytes   int64
 	offloaded     int64
@@ -121,7 +122,7 @@ type sessionKey struct{}
 
 // Run replays src through the agent-loop seam against store and measures
 // it: each session gets a binding (owner user, workflow, session), an
-// agent.Middleware, and an agent.Loop whose scripted model calls one tool
+// agent.Middleware, and an loop.Loop whose scripted model calls one tool
 // per result and whose tool returns that result, so every result is decided
 // by the middleware as a host's tool would be; then the model reads a range
 // of every body it stored through read_artifact, and the runner reads every
@@ -279,7 +280,7 @@ func (r *runner) newSession(name string, n int) (*session, error) {
 // are done, then the whole-body round trip.
 func (s *session) run(ctx context.Context) error {
 	for s.phase < 2 {
-		h, err := agent.NewHistory(s.r.o.Threshold)
+		h, err := loop.NewHistory(s.r.o.Threshold)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrRun, err)
 		}
@@ -287,12 +288,12 @@ func (s *session) run(ctx context.Context) error {
 		if s.stash != nil {
 			s.tools[s.stash.Tool] = true
 		}
-		loop, err := agent.NewLoop(agent.Config{Model: s, Middleware: s.mw, Tools: s.toolList(), MaxTurns: s.r.o.ConversationLen + 2})
+		l, err := loop.NewLoop(loop.Config{Model: s, Middleware: s.mw, Tools: s.toolList(), MaxTurns: s.r.o.ConversationLen + 2})
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrRun, err)
 		}
 		s.turns = 0
-		if _, err := loop.Run(ctx, h); err != nil {
+		if _, err := l.Run(ctx, h); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -329,13 +330,13 @@ func (s *session) result(context.Context, json.RawMessage) (any, error) {
 	return s.cur.Content, nil
 }
 
-// Next implements agent.Model: the scripted model. It ends a conversation
+// Next implements loop.Model: the scripted model. It ends a conversation
 // (a reply without tool calls) when it is long enough, when the next
 // result needs a tool the loop does not offer yet, and when the session is
 // done.
-func (s *session) Next(ctx context.Context, _ []agent.Message, _ []agent.ToolSpec) (agent.Reply, error) {
+func (s *session) Next(ctx context.Context, _ []loop.Message, _ []agent.ToolSpec) (loop.Reply, error) {
 	if s.turns >= s.r.o.ConversationLen {
-		return agent.Reply{}, nil
+		return loop.Reply{}, nil
 	}
 	s.turns++
 	if s.phase == 0 {
@@ -347,21 +348,21 @@ func (s *session) Next(ctx context.Context, _ []agent.Message, _ []agent.ToolSpe
 				} else {
 					s.phase = 1
 					size := s.hist.Size()
-					s.st.resultHistory = agent.Size{Bytes: s.st.history.Bytes + size.Bytes,
+					s.st.resultHistory = loop.Size{Bytes: s.st.history.Bytes + size.Bytes,
 						WithoutOffload: s.st.history.WithoutOffload + size.WithoutOffload}
 				}
 			case <-ctx.Done():
-				return agent.Reply{}, ctx.Err()
+				return loop.Reply{}, ctx.Err()
 			}
 		}
 		if s.phase == 0 {
 			if !s.tools[s.stash.Tool] {
-				return agent.Reply{}, nil
+				return loop.Reply{}, nil
 			}
 			s.cur, s.stash = *s.stash, nil
 			s.st.results++
 			s.st.resultBytes += int64(len(s.cur.Content))
-			return agent.Reply{ToolCalls: []agent.ToolCall{{ID: s.cur.CallID, Name: s.cur.Tool, Arguments: json.RawMessage(`{}`)}}}, nil
+			return loop.Reply{ToolCalls: []loop.ToolCall{{ID: s.cur.CallID, Name: s.cur.Tool, Arguments: json.RawMessage(`{}`)}}}, nil
 		}
 	}
 	if s.readAt < len(s.order) {
@@ -370,10 +371,10 @@ func (s *session) Next(ctx context.Context, _ []agent.Message, _ []agent.ToolSpe
 		e := s.expected[ref]
 		s.reading = ref
 		n := int64(len(e.sample))
-		return agent.Reply{ToolCalls: []agent.ToolCall{{Name: s.read.Name(), Arguments: agent.ReadArguments(ref.String(), e.off, n, n)}}}, nil
+		return loop.Reply{ToolCalls: []loop.ToolCall{{Name: s.read.Name(), Arguments: agent.ReadArguments(ref.String(), e.off, n, n)}}}, nil
 	}
 	s.phase = 2
-	return agent.Reply{Content: "done"}, nil
+	return loop.Reply{Content: "done"}, nil
 }
 
 // timedRead is read_artifact as the loop offers it: the read tool's own

@@ -1,4 +1,4 @@
-package agent_test
+package loop_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/hybridctx/hybridctx"
-	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 )
 
 // TestSubAgentEvents runs a root agent that delegates twice; each sub-agent
@@ -17,29 +17,29 @@ import (
 func TestSubAgentEvents(t *testing.T) {
 	e := newEnv(t, 256, 4096)
 	ctx, rec := reporting("root")
-	var children []*agent.ScriptedModel
-	delegate, err := agent.DelegateTool(agent.DelegateOptions{
+	var children []*loop.ScriptedModel
+	delegate, err := loop.DelegateTool(loop.DelegateOptions{
 		AgentID: "researcher",
-		New: func(_ context.Context, task string) (*agent.Loop, *agent.History, error) {
-			m := agent.NewScriptedModel(
-				agent.CallTool("fetch", fetchArgs(3000, uint64(len(children)))),
-				agent.ReadLatest("read_artifact", 0, 100, 0),
-				agent.Say(strings.Repeat(task+" ", 100)),
+		New: func(_ context.Context, task string) (*loop.Loop, *loop.History, error) {
+			m := loop.NewScriptedModel(
+				loop.CallTool("fetch", fetchArgs(3000, uint64(len(children)))),
+				loop.ReadLatest("read_artifact", 0, 100, 0),
+				loop.Say(strings.Repeat(task+" ", 100)),
 			)
 			children = append(children, m)
-			h, err := agent.NewHistory(256, agent.Message{Role: agent.RoleUser, Content: task})
+			h, err := loop.NewHistory(256, loop.Message{Role: loop.RoleUser, Content: task})
 			return newLoop(t, e, m, fetchTool()), h, err
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := agent.NewScriptedModel(
-		agent.CallTool("delegate", `{"task":"summarize the test report"}`),
-		agent.CallTool("fetch", fetchArgs(10, 1)),
-		agent.CallTool("delegate", `{"task":"check the linker"}`),
-		agent.CallTool("delegate", `{}`),
-		agent.Say("done"),
+	root := loop.NewScriptedModel(
+		loop.CallTool("delegate", `{"task":"summarize the test report"}`),
+		loop.CallTool("fetch", fetchArgs(10, 1)),
+		loop.CallTool("delegate", `{"task":"check the linker"}`),
+		loop.CallTool("delegate", `{}`),
+		loop.Say("done"),
 	)
 	h := newHistory(t, 256)
 	if _, err := newLoop(t, e, root, delegate, fetchTool()).Run(ctx, h); err != nil {
@@ -48,7 +48,7 @@ func TestSubAgentEvents(t *testing.T) {
 	if err := h.Verify(); err != nil {
 		t.Fatal(err)
 	}
-	if last := h.At(h.Len() - 2); !last.IsError || last.Content != "tool error: "+agent.ErrNoTask.Error() {
+	if last := h.At(h.Len() - 2); !last.IsError || last.Content != "tool error: "+loop.ErrNoTask.Error() {
 		t.Fatalf("task-less delegate: %q", last.Content)
 	}
 	type want struct {
@@ -67,7 +67,7 @@ func TestSubAgentEvents(t *testing.T) {
 		{"researcher-2", "root", 1, hybridctx.Inline},
 		{"root", "", 0, hybridctx.Offloaded},
 	}
-	events := rec.all()
+	events := rec.All()
 	if len(events) != len(wants) {
 		for _, ev := range events {
 			t.Log(ev)
@@ -96,30 +96,30 @@ func TestSubAgentEvents(t *testing.T) {
 }
 
 func TestDelegateErrors(t *testing.T) {
-	if _, err := agent.DelegateTool(agent.DelegateOptions{}); !errors.Is(err, agent.ErrInvalidConfig) {
+	if _, err := loop.DelegateTool(loop.DelegateOptions{}); !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, 256, 0)
 	boom := errors.New("no capacity")
-	failing, _ := agent.DelegateTool(agent.DelegateOptions{New: func(context.Context, string) (*agent.Loop, *agent.History, error) {
+	failing, _ := loop.DelegateTool(loop.DelegateOptions{New: func(context.Context, string) (*loop.Loop, *loop.History, error) {
 		return nil, nil, boom
 	}})
 	if _, err := failing.Func(context.Background(), []byte(`{"task":"x"}`)); !errors.Is(err, boom) {
 		t.Fatalf("builder error: %v", err)
 	}
-	stuck, _ := agent.DelegateTool(agent.DelegateOptions{New: func(context.Context, string) (*agent.Loop, *agent.History, error) {
-		h, _ := agent.NewHistory(256)
-		return newLoop(t, e, agent.NewScriptedModel()), h, nil
+	stuck, _ := loop.DelegateTool(loop.DelegateOptions{New: func(context.Context, string) (*loop.Loop, *loop.History, error) {
+		h, _ := loop.NewHistory(256)
+		return newLoop(t, e, loop.NewScriptedModel()), h, nil
 	}})
 	if stuck.Spec.Name != "delegate" {
 		t.Fatalf("default name %q", stuck.Spec.Name)
 	}
-	if _, err := stuck.Func(context.Background(), []byte(`{"task":"x"}`)); !errors.Is(err, agent.ErrScriptEnded) {
+	if _, err := stuck.Func(context.Background(), []byte(`{"task":"x"}`)); !errors.Is(err, loop.ErrScriptEnded) {
 		t.Fatalf("sub-agent error: %v", err)
 	}
 	// Without a reporter, RunChild is Run.
-	h, _ := agent.NewHistory(256)
-	res, err := agent.RunChild(context.Background(), "x", newLoop(t, e, agent.NewScriptedModel(agent.Say("hi"))), h)
+	h, _ := loop.NewHistory(256)
+	res, err := loop.RunChild(context.Background(), "x", newLoop(t, e, loop.NewScriptedModel(loop.Say("hi"))), h)
 	if err != nil || res.Final != "hi" {
 		t.Fatalf("%v %v", res, err)
 	}

@@ -1,4 +1,4 @@
-package agent
+package loop
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent"
 )
 
 // RunChild runs child on h as a sub-agent named agentID: when ctx carries a
@@ -43,9 +44,9 @@ var ErrNoTask = errors.New(`delegate: arguments must be {"task": "<non-empty tex
 // RunChild) on the task and returns its final answer as the tool result,
 // which the parent's middleware decides like any other. A sub-agent that
 // fails returns its error as the tool error.
-func DelegateTool(opts DelegateOptions) (Tool, error) {
+func DelegateTool(opts DelegateOptions) (agent.Tool, error) {
 	if opts.New == nil {
-		return Tool{}, fmt.Errorf("%w: the delegate tool needs New", ErrInvalidConfig)
+		return agent.Tool{}, fmt.Errorf("%w: the delegate tool needs New", ErrInvalidConfig)
 	}
 	name, prefix := opts.Name, opts.AgentID
 	if name == "" {
@@ -76,8 +77,8 @@ func DelegateTool(opts DelegateOptions) (Tool, error) {
 		}
 		return res.Final, nil
 	}
-	return Tool{
-		Spec: ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(
+	return agent.Tool{
+		Spec: agent.ToolSpec{Name: name, Description: desc, Parameters: json.RawMessage(
 			`{"type":"object","properties":{"task":{"type":"string","description":"what the sub-agent should do"}},"required":["task"],"additionalProperties":false}`)},
 		Func: fn,
 	}, nil

@@ -1,4 +1,4 @@
-package agent_test
+package loop_test
 
 import (
 	"context"
@@ -10,23 +10,24 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 	"github.com/hybridctx/hybridctx/sink"
 )
 
-func newLoop(t testing.TB, e *env, m agent.Model, tools ...agent.Tool) *agent.Loop {
+func newLoop(t testing.TB, e *env, m loop.Model, tools ...agent.Tool) *loop.Loop {
 	t.Helper()
-	l, err := agent.NewLoop(agent.Config{Model: m, Middleware: e.mw, Tools: tools, ReadTool: e.read, MaxTurns: 1000})
+	l, err := loop.NewLoop(loop.Config{Model: m, Middleware: e.MW, Tools: tools, ReadTool: e.Read, MaxTurns: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return l
 }
 
-func newHistory(t testing.TB, threshold int64) *agent.History {
+func newHistory(t testing.TB, threshold int64) *loop.History {
 	t.Helper()
-	h, err := agent.NewHistory(threshold,
-		agent.Message{Role: agent.RoleSystem, Content: "You are a log analyst."},
-		agent.Message{Role: agent.RoleUser, Content: "Why did the build fail?"})
+	h, err := loop.NewHistory(threshold,
+		loop.Message{Role: loop.RoleSystem, Content: "You are a log analyst."},
+		loop.Message{Role: loop.RoleUser, Content: "Why did the build fail?"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,23 +44,23 @@ func TestLoop200Turns(t *testing.T) {
 	summary := sink.NewSummary()
 	ctx, rec := reporting("root", summary)
 	sizes := logNormalSizes(turns, 2048, 1.1, 42)
-	steps := make([]agent.Step, 0, turns+1)
+	steps := make([]loop.Step, 0, turns+1)
 	for i, n := range sizes {
-		fetch := agent.CallTool("fetch", fetchArgs(n, uint64(i)))
+		fetch := loop.CallTool("fetch", fetchArgs(n, uint64(i)))
 		if i%10 != 9 {
 			steps = append(steps, fetch)
 			continue
 		}
-		read := agent.ReadLatest(e.read.Name(), int64(i), 1024, 0)
-		steps = append(steps, func(h []agent.Message) (agent.Reply, error) {
+		read := loop.ReadLatest(e.Read.Name(), int64(i), 1024, 0)
+		steps = append(steps, func(h []loop.Message) (loop.Reply, error) {
 			if r, err := read(h); err == nil {
 				return r, nil
 			}
 			return fetch(h)
 		})
 	}
-	steps = append(steps, agent.Say("the linker ran out of memory"))
-	model := agent.NewScriptedModel(steps...)
+	steps = append(steps, loop.Say("the linker ran out of memory"))
+	model := loop.NewScriptedModel(steps...)
 	h := newHistory(t, threshold)
 	res, err := newLoop(t, e, model, fetchTool()).Run(ctx, h)
 	if err != nil {
@@ -75,7 +76,7 @@ func TestLoop200Turns(t *testing.T) {
 	counts := map[hybridctx.Outcome]int64{}
 	var reads, over int
 	for _, m := range h.Messages() {
-		if m.Role != agent.RoleTool {
+		if m.Role != loop.RoleTool {
 			continue
 		}
 		if m.IsError || m.Offload == nil {
@@ -89,7 +90,7 @@ func TestLoop200Turns(t *testing.T) {
 			over++
 		}
 		if o := m.Offload; o.Outcome() == hybridctx.Offloaded {
-			got, err := e.reh.Rehydrate(context.Background(), hybridctx.Request{Reference: o.Ref.String(), Budget: 1 << 30})
+			got, err := e.Reh.Rehydrate(context.Background(), hybridctx.Request{Reference: o.Ref.String(), Budget: 1 << 30})
 			if err != nil || got.Outcome() != hybridctx.Resolved {
 				t.Fatalf("round trip: %v %v", got, err)
 			}
@@ -107,7 +108,7 @@ func TestLoop200Turns(t *testing.T) {
 	}
 
 	rep := summary.Report()
-	events := rec.all()
+	events := rec.All()
 	if rep.Events != int64(len(events)) || rep.Events != int64(turns+reads) {
 		t.Fatalf("summary %d events, recorder %d, want %d", rep.Events, len(events), turns+reads)
 	}
@@ -125,16 +126,16 @@ func TestLoop200Turns(t *testing.T) {
 
 	// Forcing a body into the history is detected, at its index.
 	big := text(threshold+1, 99)
-	h.Append(agent.Message{Role: agent.RoleAssistant, ToolCalls: []agent.ToolCall{{ID: "forced", Name: "fetch"}}},
-		agent.Message{Role: agent.RoleTool, ToolCallID: "forced", Content: big})
-	var ie *agent.InvariantError
+	h.Append(loop.Message{Role: loop.RoleAssistant, ToolCalls: []loop.ToolCall{{ID: "forced", Name: "fetch"}}},
+		loop.Message{Role: loop.RoleTool, ToolCallID: "forced", Content: big})
+	var ie *loop.InvariantError
 	if err := h.Verify(); !errors.As(err, &ie) || ie.Index != h.Len()-1 || ie.Bytes != threshold+1 {
 		t.Fatalf("forced body: %v", err)
 	}
 }
 
 // callArgs returns the arguments of the call id in h.
-func callArgs(h *agent.History, id string) json.RawMessage {
+func callArgs(h *loop.History, id string) json.RawMessage {
 	for _, m := range h.Messages() {
 		for _, c := range m.ToolCalls {
 			if c.ID == id {
@@ -156,15 +157,15 @@ func TestLoopToolFailures(t *testing.T) {
 	brokenReader := agent.Tool{Spec: agent.ToolSpec{Name: "reader"}, Func: func(context.Context, json.RawMessage) (any, error) {
 		return iotest.ErrReader(errors.New("pipe closed")), nil
 	}}
-	model := agent.NewScriptedModel(
-		agent.CallTool("fetch", fetchArgs(1000, 1)),
-		agent.ReadLatest("read_artifact", 0, 0, 0), // 1000 bytes > cap 100
-		agent.CallTool("read_artifact", `{"reference": 7}`),
-		agent.CallTool("nope", nil),
-		agent.CallTool("fail", nil),
-		agent.CallTool("chan", nil),
-		agent.CallTool("reader", nil),
-		agent.Say("done"),
+	model := loop.NewScriptedModel(
+		loop.CallTool("fetch", fetchArgs(1000, 1)),
+		loop.ReadLatest("read_artifact", 0, 0, 0), // 1000 bytes > cap 100
+		loop.CallTool("read_artifact", `{"reference": 7}`),
+		loop.CallTool("nope", nil),
+		loop.CallTool("fail", nil),
+		loop.CallTool("chan", nil),
+		loop.CallTool("reader", nil),
+		loop.Say("done"),
 	)
 	h := newHistory(t, 64)
 	if _, err := newLoop(t, e, model, fetchTool(), failing, badJSON, brokenReader).Run(context.Background(), h); err != nil {
@@ -175,7 +176,7 @@ func TestLoopToolFailures(t *testing.T) {
 	}
 	var errs []string
 	for _, m := range h.Messages() {
-		if m.Role == agent.RoleTool && m.IsError {
+		if m.Role == loop.RoleTool && m.IsError {
 			if len(m.Content) > hybridctx.MaxNoticeLen {
 				t.Fatalf("error message of %d bytes", len(m.Content))
 			}
@@ -197,46 +198,46 @@ func TestLoopToolFailures(t *testing.T) {
 
 type failingModel struct{ err error }
 
-func (m failingModel) Next(context.Context, []agent.Message, []agent.ToolSpec) (agent.Reply, error) {
-	return agent.Reply{}, m.err
+func (m failingModel) Next(context.Context, []loop.Message, []agent.ToolSpec) (loop.Reply, error) {
+	return loop.Reply{}, m.err
 }
 
 func TestLoopStops(t *testing.T) {
 	e := newEnv(t, 64, 0)
 	boom := errors.New("rate limited")
-	if _, err := newLoop(t, e, failingModel{boom}).Run(context.Background(), newHistory(t, 64)); !errors.Is(err, agent.ErrModel) || !errors.Is(err, boom) {
+	if _, err := newLoop(t, e, failingModel{boom}).Run(context.Background(), newHistory(t, 64)); !errors.Is(err, loop.ErrModel) || !errors.Is(err, boom) {
 		t.Fatalf("model error: %v", err)
 	}
-	if _, err := newLoop(t, e, agent.NewScriptedModel()).Run(context.Background(), newHistory(t, 64)); !errors.Is(err, agent.ErrScriptEnded) {
+	if _, err := newLoop(t, e, loop.NewScriptedModel()).Run(context.Background(), newHistory(t, 64)); !errors.Is(err, loop.ErrScriptEnded) {
 		t.Fatalf("script ended: %v", err)
 	}
-	loop := func(h []agent.Message) (agent.Reply, error) { return agent.CallTool("fetch", fetchArgs(1, 1))(h) }
-	l, _ := agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(loop, loop, loop), Middleware: e.mw, Tools: []agent.Tool{fetchTool()}, MaxTurns: 2})
+	again := func(h []loop.Message) (loop.Reply, error) { return loop.CallTool("fetch", fetchArgs(1, 1))(h) }
+	l, _ := loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(again, again, again), Middleware: e.MW, Tools: []agent.Tool{fetchTool()}, MaxTurns: 2})
 	h := newHistory(t, 64)
-	if res, err := l.Run(context.Background(), h); !errors.Is(err, agent.ErrMaxTurns) || res.Turns != 2 || h.Len() != 6 {
+	if res, err := l.Run(context.Background(), h); !errors.Is(err, loop.ErrMaxTurns) || res.Turns != 2 || h.Len() != 6 {
 		t.Fatalf("max turns: %v %+v, %d messages", err, res, h.Len())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := newLoop(t, e, agent.NewScriptedModel(agent.Say("x"))).Run(ctx, newHistory(t, 64)); !errors.Is(err, context.Canceled) {
+	if _, err := newLoop(t, e, loop.NewScriptedModel(loop.Say("x"))).Run(ctx, newHistory(t, 64)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled: %v", err)
 	}
 	// A tool that cancels the run mid-call stops it with the context's error.
 	ctx, cancel = context.WithCancel(context.Background())
 	stop := agent.Tool{Spec: agent.ToolSpec{Name: "stop"}, Func: func(context.Context, json.RawMessage) (any, error) { cancel(); return "x", nil }}
-	if _, err := newLoop(t, e, agent.NewScriptedModel(agent.CallTool("stop", nil)), stop).Run(ctx, newHistory(t, 64)); !errors.Is(err, context.Canceled) {
+	if _, err := newLoop(t, e, loop.NewScriptedModel(loop.CallTool("stop", nil)), stop).Run(ctx, newHistory(t, 64)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled in a tool: %v", err)
 	}
-	if _, err := newLoop(t, e, agent.NewScriptedModel()).Run(context.Background(), newHistory(t, 32)); !errors.Is(err, agent.ErrInvalidConfig) {
+	if _, err := newLoop(t, e, loop.NewScriptedModel()).Run(context.Background(), newHistory(t, 32)); !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatalf("history threshold below the policy's: %v", err)
 	}
 }
 
 func TestLoopCallIDs(t *testing.T) {
 	e := newEnv(t, 64, 0)
-	dup := agent.Calls(agent.ToolCall{ID: "x", Name: "fetch", Arguments: fetchArgs(1, 1)}, agent.ToolCall{ID: "x", Name: "fetch", Arguments: fetchArgs(2, 1)})
+	dup := loop.Calls(loop.ToolCall{ID: "x", Name: "fetch", Arguments: fetchArgs(1, 1)}, loop.ToolCall{ID: "x", Name: "fetch", Arguments: fetchArgs(2, 1)})
 	h := newHistory(t, 64)
-	if _, err := newLoop(t, e, agent.NewScriptedModel(dup, dup, agent.Say("ok")), fetchTool()).Run(context.Background(), h); err != nil {
+	if _, err := newLoop(t, e, loop.NewScriptedModel(dup, dup, loop.Say("ok")), fetchTool()).Run(context.Background(), h); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.Verify(); err != nil {
@@ -246,25 +247,25 @@ func TestLoopCallIDs(t *testing.T) {
 
 func TestNewLoopValidates(t *testing.T) {
 	e := newEnv(t, 64, 0)
-	m := agent.NewScriptedModel()
-	for name, cfg := range map[string]agent.Config{
-		"no model":      {Middleware: e.mw},
+	m := loop.NewScriptedModel()
+	for name, cfg := range map[string]loop.Config{
+		"no model":      {Middleware: e.MW},
 		"no middleware": {Model: m},
-		"negative":      {Model: m, Middleware: e.mw, MaxTurns: -1},
-		"nameless":      {Model: m, Middleware: e.mw, Tools: []agent.Tool{{Func: fetchTool().Func}}},
-		"bodiless":      {Model: m, Middleware: e.mw, Tools: []agent.Tool{{Spec: agent.ToolSpec{Name: "x"}}}},
-		"duplicate":     {Model: m, Middleware: e.mw, Tools: []agent.Tool{fetchTool(), fetchTool()}},
-		"read twice":    {Model: m, Middleware: e.mw, Tools: []agent.Tool{e.read.Tool()}, ReadTool: e.read},
+		"negative":      {Model: m, Middleware: e.MW, MaxTurns: -1},
+		"nameless":      {Model: m, Middleware: e.MW, Tools: []agent.Tool{{Func: fetchTool().Func}}},
+		"bodiless":      {Model: m, Middleware: e.MW, Tools: []agent.Tool{{Spec: agent.ToolSpec{Name: "x"}}}},
+		"duplicate":     {Model: m, Middleware: e.MW, Tools: []agent.Tool{fetchTool(), fetchTool()}},
+		"read twice":    {Model: m, Middleware: e.MW, Tools: []agent.Tool{e.Read.Tool()}, ReadTool: e.Read},
 	} {
-		if _, err := agent.NewLoop(cfg); !errors.Is(err, agent.ErrInvalidConfig) {
+		if _, err := loop.NewLoop(cfg); !errors.Is(err, loop.ErrInvalidConfig) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	l, err := agent.NewLoop(agent.Config{Model: m, Middleware: e.mw, Tools: []agent.Tool{fetchTool()}, ReadTool: e.read})
+	l, err := loop.NewLoop(loop.Config{Model: m, Middleware: e.MW, Tools: []agent.Tool{fetchTool()}, ReadTool: e.Read})
 	if err != nil || len(l.Tools()) != 2 || l.Tools()[1].Name != "read_artifact" {
 		t.Fatalf("%v %v", l, err)
 	}
-	if _, err := l.Run(context.Background(), nil); !errors.Is(err, agent.ErrInvalidConfig) {
+	if _, err := l.Run(context.Background(), nil); !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatal(err)
 	}
 }

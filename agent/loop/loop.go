@@ -1,19 +1,21 @@
-package agent
+package loop
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/artifact"
 )
 
 // Model is the pluggable brain of a Loop: given the conversation so far and
 // the tools it may call, it returns either tool calls or a final answer.
 type Model interface {
-	Next(ctx context.Context, history []Message, tools []ToolSpec) (Reply, error)
+	Next(ctx context.Context, history []Message, tools []agent.ToolSpec) (Reply, error)
 }
 
 // Reply is one model turn. A reply without tool calls is the final answer.
@@ -31,11 +33,11 @@ type Config struct {
 	Model Model
 	// Middleware decides every tool result with the host's binding and
 	// policy. Required.
-	Middleware *Middleware
+	Middleware *agent.Middleware
 	// Tools are the tools the model may call, besides the read tool.
-	Tools []Tool
+	Tools []agent.Tool
 	// ReadTool, when set, is offered to the model as well.
-	ReadTool *ReadTool
+	ReadTool *agent.ReadTool
 	// MaxTurns bounds the model turns of one Run; 0 means DefaultMaxTurns.
 	MaxTurns int
 }
@@ -54,9 +56,9 @@ var (
 // A Loop is safe for concurrent use on different histories.
 type Loop struct {
 	model    Model
-	mw       *Middleware
-	tools    map[string]ToolFunc
-	specs    []ToolSpec
+	mw       *agent.Middleware
+	tools    map[string]agent.ToolFunc
+	specs    []agent.ToolSpec
 	maxTurns int
 }
 
@@ -68,13 +70,13 @@ func NewLoop(cfg Config) (*Loop, error) {
 	if cfg.MaxTurns < 0 {
 		return nil, fmt.Errorf("%w: max turns must be >= 0", ErrInvalidConfig)
 	}
-	l := &Loop{model: cfg.Model, mw: cfg.Middleware, tools: map[string]ToolFunc{}, maxTurns: cfg.MaxTurns}
+	l := &Loop{model: cfg.Model, mw: cfg.Middleware, tools: map[string]agent.ToolFunc{}, maxTurns: cfg.MaxTurns}
 	if l.maxTurns == 0 {
 		l.maxTurns = DefaultMaxTurns
 	}
 	all := cfg.Tools
 	if cfg.ReadTool != nil {
-		all = append(append([]Tool(nil), all...), cfg.ReadTool.Tool())
+		all = append(append([]agent.Tool(nil), all...), cfg.ReadTool.Tool())
 	}
 	for _, t := range all {
 		switch {
@@ -90,7 +92,7 @@ func NewLoop(cfg Config) (*Loop, error) {
 }
 
 // Tools returns the specs offered to the model.
-func (l *Loop) Tools() []ToolSpec { return append([]ToolSpec(nil), l.specs...) }
+func (l *Loop) Tools() []agent.ToolSpec { return append([]agent.ToolSpec(nil), l.specs...) }
 
 // Result summarizes one Run.
 type Result struct {
@@ -114,9 +116,9 @@ func (l *Loop) Run(ctx context.Context, h *History) (*Result, error) {
 	if h == nil {
 		return nil, fmt.Errorf("%w: nil history", ErrInvalidConfig)
 	}
-	if h.threshold < l.mw.off.Policy().InlineThreshold {
+	if h.threshold < l.mw.Offloader().Policy().InlineThreshold {
 		return nil, fmt.Errorf("%w: history threshold %d below the policy's %d", ErrInvalidConfig,
-			h.threshold, l.mw.off.Policy().InlineThreshold)
+			h.threshold, l.mw.Offloader().Policy().InlineThreshold)
 	}
 	ids := map[string]bool{}
 	for _, m := range h.msgs {
@@ -195,7 +197,7 @@ func (l *Loop) call(ctx context.Context, threshold int64, c ToolCall) (Message, 
 		return m, nil
 	case ctx.Err() != nil:
 		return m, ctx.Err()
-	case errors.Is(err, ErrToolFailed):
+	case errors.Is(err, agent.ErrToolFailed):
 		m.IsError = true
 		m.Content = bound(toolErrorText(err), errLimit)
 		return m, nil
@@ -216,7 +218,7 @@ func (l *Loop) call(ctx context.Context, threshold int64, c ToolCall) (Message, 
 // "tool error: ".
 func toolErrorText(err error) string {
 	e := unwrapTool(err)
-	if errors.Is(e, ErrReadRefused) || errors.Is(e, ErrInvalidArguments) || errors.Is(e, ErrReadFailed) {
+	if errors.Is(e, agent.ErrReadRefused) || errors.Is(e, agent.ErrInvalidArguments) || errors.Is(e, agent.ErrReadFailed) {
 		return e.Error()
 	}
 	return "tool error: " + e.Error()
@@ -226,7 +228,7 @@ func toolErrorText(err error) string {
 func unwrapTool(err error) error {
 	if u, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range u.Unwrap() {
-			if e != ErrToolFailed {
+			if e != agent.ErrToolFailed {
 				return e
 			}
 		}
@@ -240,4 +242,17 @@ func bound(s string, n int64) string {
 		return s
 	}
 	return artifact.TruncateUTF8(s, int(n))
+}
+
+// quoteShort quotes at most 32 bytes of a name the model chose, cut on a
+// rune boundary.
+func quoteShort(s string) string {
+	if len(s) <= 32 {
+		return strconv.Quote(s)
+	}
+	s = s[:32]
+	for len(s) > 0 && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return strconv.Quote(s) + "…"
 }

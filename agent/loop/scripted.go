@@ -1,7 +1,6 @@
-package agent
+package loop
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/artifact"
 )
 
@@ -36,7 +36,7 @@ func NewScriptedModel(steps ...Step) *ScriptedModel {
 }
 
 // Next implements Model.
-func (m *ScriptedModel) Next(ctx context.Context, history []Message, _ []ToolSpec) (Reply, error) {
+func (m *ScriptedModel) Next(ctx context.Context, history []Message, _ []agent.ToolSpec) (Reply, error) {
 	if err := ctx.Err(); err != nil {
 		return Reply{}, err
 	}
@@ -107,25 +107,8 @@ func ReadLatest(tool string, offset, length, maxBytes int64) Step {
 		if !ok {
 			return Reply{}, ErrNoReference
 		}
-		return Reply{ToolCalls: []ToolCall{{Name: tool, Arguments: ReadArguments(ref.String(), offset, length, maxBytes)}}}, nil
+		return Reply{ToolCalls: []ToolCall{{Name: tool, Arguments: agent.ReadArguments(ref.String(), offset, length, maxBytes)}}}, nil
 	}
-}
-
-// ReadArguments encodes read_artifact arguments (max_bytes left out when 0).
-func ReadArguments(ref string, offset, length, maxBytes int64) json.RawMessage {
-	var b strings.Builder
-	b.WriteString(`{"reference":`)
-	var q bytes.Buffer
-	enc := json.NewEncoder(&q)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(ref)
-	b.Write(bytes.TrimSuffix(q.Bytes(), []byte("\n")))
-	b.WriteString(`,"offset":` + strconv.FormatInt(offset, 10) + `,"length":` + strconv.FormatInt(length, 10))
-	if maxBytes != 0 {
-		b.WriteString(`,"max_bytes":` + strconv.FormatInt(maxBytes, 10))
-	}
-	b.WriteByte('}')
-	return json.RawMessage(b.String())
 }
 
 // LatestReference returns the reference on the first line of the newest

@@ -1,4 +1,4 @@
-package agent_test
+package loop_test
 
 import (
 	"context"
@@ -7,18 +7,19 @@ import (
 	"testing"
 
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/loop"
 )
 
 func TestScriptedModel(t *testing.T) {
 	boom := errors.New("step failed")
-	m := agent.NewScriptedModel(
-		agent.CallTool("a", nil),
-		agent.CallTool("b", []byte(`{"x":1}`)),
-		agent.CallTool("c", map[string]int{"n": 2}),
-		agent.Calls(agent.ToolCall{ID: "mine", Name: "d"}, agent.ToolCall{Name: "e"}),
-		func([]agent.Message) (agent.Reply, error) { return agent.Reply{}, boom },
-		agent.CallTool("f", make(chan int)),
-		agent.ReadLatest("read_artifact", 0, 0, 0),
+	m := loop.NewScriptedModel(
+		loop.CallTool("a", nil),
+		loop.CallTool("b", []byte(`{"x":1}`)),
+		loop.CallTool("c", map[string]int{"n": 2}),
+		loop.Calls(loop.ToolCall{ID: "mine", Name: "d"}, loop.ToolCall{Name: "e"}),
+		func([]loop.Message) (loop.Reply, error) { return loop.Reply{}, boom },
+		loop.CallTool("f", make(chan int)),
+		loop.ReadLatest("read_artifact", 0, 0, 0),
 	)
 	ctx := context.Background()
 	var ids, args []string
@@ -41,15 +42,15 @@ func TestScriptedModel(t *testing.T) {
 	if _, err := m.Next(ctx, nil, nil); err == nil {
 		t.Fatal("arguments that cannot be encoded")
 	}
-	if _, err := m.Next(ctx, []agent.Message{{Role: agent.RoleTool, Content: "no reference here\nat all"}}, nil); !errors.Is(err, agent.ErrNoReference) {
+	if _, err := m.Next(ctx, []loop.Message{{Role: loop.RoleTool, Content: "no reference here\nat all"}}, nil); !errors.Is(err, loop.ErrNoReference) {
 		t.Fatalf("no reference: %v", err)
 	}
-	if _, err := m.Next(ctx, nil, nil); !errors.Is(err, agent.ErrScriptEnded) || m.Remaining() != 0 {
+	if _, err := m.Next(ctx, nil, nil); !errors.Is(err, loop.ErrScriptEnded) || m.Remaining() != 0 {
 		t.Fatalf("ended: %v", err)
 	}
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, err := agent.NewScriptedModel(agent.Say("x")).Next(cancelled, nil, nil); !errors.Is(err, context.Canceled) {
+	if _, err := loop.NewScriptedModel(loop.Say("x")).Next(cancelled, nil, nil); !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
 }
