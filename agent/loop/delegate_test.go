@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent/internal/agenttest"
 	"github.com/hybridctx/hybridctx/agent/loop"
 )
 
@@ -15,8 +16,8 @@ import (
 // large enough that the root's middleware offloads it too. Events must carry
 // the true agent, parent and depth, on one gap-free sequence.
 func TestSubAgentEvents(t *testing.T) {
-	e := newEnv(t, 256, 4096)
-	ctx, rec := reporting("root")
+	e := agenttest.NewEnv(t, 256, 4096)
+	ctx, rec := agenttest.Reporting("root")
 	var children []*loop.ScriptedModel
 	delegate, err := loop.DelegateTool(loop.DelegateOptions{
 		AgentID: "researcher",
@@ -99,7 +100,7 @@ func TestDelegateErrors(t *testing.T) {
 	if _, err := loop.DelegateTool(loop.DelegateOptions{}); !errors.Is(err, loop.ErrInvalidConfig) {
 		t.Fatal(err)
 	}
-	e := newEnv(t, 256, 0)
+	e := agenttest.NewEnv(t, 256, 0)
 	boom := errors.New("no capacity")
 	failing, _ := loop.DelegateTool(loop.DelegateOptions{New: func(context.Context, string) (*loop.Loop, *loop.History, error) {
 		return nil, nil, boom

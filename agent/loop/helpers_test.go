@@ -6,31 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"testing"
 
-	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/agent/internal/agenttest"
 )
 
-// Shared with the loop's tests (package agenttest).
-type env = agenttest.Env
-
-var testOwner = agenttest.Owner
-
-func newEnv(t testing.TB, threshold, budgetCap int64) *env {
-	return agenttest.NewEnv(t, threshold, budgetCap)
-}
-
-func reporting(agentID string, sinks ...hybridctx.Sink) (context.Context, *agenttest.Recorder) {
-	return agenttest.Reporting(agentID, sinks...)
-}
-
-func text(n int, seed uint64) string { return agenttest.Text(n, seed) }
-
-func stored(t *testing.T, e *env, body string) string { return agenttest.Stored(t, e, body) }
-
-// fetchTool returns {"size": n, "seed": s} → text(n, s).
+// fetchTool returns {"size": n, "seed": s} → agenttest.Text(n, s).
 func fetchTool() agent.Tool {
 	return agent.Tool{
 		Spec: agent.ToolSpec{Name: "fetch", Description: "fetch a log", Parameters: json.RawMessage(`{"type":"object"}`)},
@@ -42,7 +23,7 @@ func fetchTool() agent.Tool {
 			if err := json.Unmarshal(args, &a); err != nil {
 				return nil, err
 			}
-			return text(a.Size, a.Seed), nil
+			return agenttest.Text(a.Size, a.Seed), nil
 		},
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/internal/agenttest"
 	"github.com/hybridctx/hybridctx/agent/loop"
 )
 
@@ -62,9 +63,9 @@ func TestHistoryVerify(t *testing.T) {
 }
 
 func TestHistoryRecoveredSegment(t *testing.T) {
-	e := newEnv(t, 16, 1<<20)
-	body := text(2000, 9)
-	ref := stored(t, e, body)
+	e := agenttest.NewEnv(t, 16, 1<<20)
+	body := agenttest.Text(2000, 9)
+	ref := agenttest.Stored(t, e, body)
 	out, err := e.MW.Call(context.Background(), hybridctx.Call{}, e.Read.Call, agent.ReadArguments(ref, 0, 0, 0))
 	if err != nil {
 		t.Fatal(err)
@@ -85,8 +86,8 @@ func TestHistoryRecoveredSegment(t *testing.T) {
 }
 
 func TestHistorySize(t *testing.T) {
-	e := newEnv(t, 16, 0)
-	big := text(1000, 10)
+	e := agenttest.NewEnv(t, 16, 0)
+	big := agenttest.Text(1000, 10)
 	out, _ := e.Off.Offload(context.Background(), hybridctx.Call{}, big)
 	small, _ := e.Off.Offload(context.Background(), hybridctx.Call{}, "tiny")
 	h, _ := loop.NewHistory(16, loop.Message{Role: loop.RoleUser, Content: "hello"}, call("a"),

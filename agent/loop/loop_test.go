@@ -10,11 +10,12 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/agent/internal/agenttest"
 	"github.com/hybridctx/hybridctx/agent/loop"
 	"github.com/hybridctx/hybridctx/sink"
 )
 
-func newLoop(t testing.TB, e *env, m loop.Model, tools ...agent.Tool) *loop.Loop {
+func newLoop(t testing.TB, e *agenttest.Env, m loop.Model, tools ...agent.Tool) *loop.Loop {
 	t.Helper()
 	l, err := loop.NewLoop(loop.Config{Model: m, Middleware: e.MW, Tools: tools, ReadTool: e.Read, MaxTurns: 1000})
 	if err != nil {
@@ -40,9 +41,9 @@ func newHistory(t testing.TB, threshold int64) *loop.History {
 // of the history, the event counts, and that every stored body round-trips.
 func TestLoop200Turns(t *testing.T) {
 	const threshold, turns = 4096, 200
-	e := newEnv(t, threshold, 2048)
+	e := agenttest.NewEnv(t, threshold, 2048)
 	summary := sink.NewSummary()
-	ctx, rec := reporting("root", summary)
+	ctx, rec := agenttest.Reporting("root", summary)
 	sizes := logNormalSizes(turns, 2048, 1.1, 42)
 	steps := make([]loop.Step, 0, turns+1)
 	for i, n := range sizes {
@@ -98,7 +99,7 @@ func TestLoop200Turns(t *testing.T) {
 				Size int    `json:"size"`
 				Seed uint64 `json:"seed"`
 			}
-			if err := json.Unmarshal(callArgs(h, m.ToolCallID), &a); err != nil || string(got.Segment.Bytes()) != text(a.Size, a.Seed) {
+			if err := json.Unmarshal(callArgs(h, m.ToolCallID), &a); err != nil || string(got.Segment.Bytes()) != agenttest.Text(a.Size, a.Seed) {
 				t.Fatalf("body of %s differs from its tool result", m.ToolCallID)
 			}
 		}
@@ -125,7 +126,7 @@ func TestLoop200Turns(t *testing.T) {
 		counts[hybridctx.Inline]-int64(reads), reads, rep.BytesRehydrated, rep.BytesKeptOutOfContext, rep.LargestInlineBytes)
 
 	// Forcing a body into the history is detected, at its index.
-	big := text(threshold+1, 99)
+	big := agenttest.Text(threshold+1, 99)
 	h.Append(loop.Message{Role: loop.RoleAssistant, ToolCalls: []loop.ToolCall{{ID: "forced", Name: "fetch"}}},
 		loop.Message{Role: loop.RoleTool, ToolCallID: "forced", Content: big})
 	var ie *loop.InvariantError
@@ -147,7 +148,7 @@ func callArgs(h *loop.History, id string) json.RawMessage {
 }
 
 func TestLoopToolFailures(t *testing.T) {
-	e := newEnv(t, 64, 100)
+	e := agenttest.NewEnv(t, 64, 100)
 	failing := agent.Tool{Spec: agent.ToolSpec{Name: "fail"}, Func: func(context.Context, json.RawMessage) (any, error) {
 		return nil, errors.New(strings.Repeat("e", 500))
 	}}
@@ -203,7 +204,7 @@ func (m failingModel) Next(context.Context, []loop.Message, []agent.ToolSpec) (l
 }
 
 func TestLoopStops(t *testing.T) {
-	e := newEnv(t, 64, 0)
+	e := agenttest.NewEnv(t, 64, 0)
 	boom := errors.New("rate limited")
 	if _, err := newLoop(t, e, failingModel{boom}).Run(context.Background(), newHistory(t, 64)); !errors.Is(err, loop.ErrModel) || !errors.Is(err, boom) {
 		t.Fatalf("model error: %v", err)
@@ -234,7 +235,7 @@ func TestLoopStops(t *testing.T) {
 }
 
 func TestLoopCallIDs(t *testing.T) {
-	e := newEnv(t, 64, 0)
+	e := agenttest.NewEnv(t, 64, 0)
 	dup := loop.Calls(loop.ToolCall{ID: "x", Name: "fetch", Arguments: fetchArgs(1, 1)}, loop.ToolCall{ID: "x", Name: "fetch", Arguments: fetchArgs(2, 1)})
 	h := newHistory(t, 64)
 	if _, err := newLoop(t, e, loop.NewScriptedModel(dup, dup, loop.Say("ok")), fetchTool()).Run(context.Background(), h); err != nil {
@@ -246,7 +247,7 @@ func TestLoopCallIDs(t *testing.T) {
 }
 
 func TestNewLoopValidates(t *testing.T) {
-	e := newEnv(t, 64, 0)
+	e := agenttest.NewEnv(t, 64, 0)
 	m := loop.NewScriptedModel()
 	for name, cfg := range map[string]loop.Config{
 		"no model":      {Middleware: e.MW},
