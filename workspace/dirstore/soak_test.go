@@ -81,72 +81,92 @@ func TestKillSoak(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
 	kills := soakKills()
-	type acked struct {
-		p, i int
-		ref  string
-	}
-	var acks []acked
+	var acks []soakAck
 	midWrite := 0
 	for p := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), envRole+"=soak", envDir+"="+dir, envIndex+"="+strconv.Itoa(p))
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		lines := make(chan string)
-		go func() {
-			defer close(lines)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				lines <- sc.Text()
-			}
-		}()
-		// Wait for the first acknowledgement (so the process is past its
-		// start-up), then kill it at a random moment of what follows.
-		first := true
-		deadline := time.After(time.Minute)
-		var kill <-chan time.Time
-	read:
-		for {
-			select {
-			case line, ok := <-lines:
-				if !ok {
-					t.Fatalf("helper %d exited before it was killed", p)
-				}
-				f := strings.Fields(line)
-				if len(f) == 3 && f[0] == "ACK" {
-					i, _ := strconv.Atoi(f[1])
-					acks = append(acks, acked{p, i, f[2]})
-					if first {
-						first = false
-						kill = time.After(time.Duration(rng.IntN(400)) * time.Millisecond)
-					}
-				}
-			case <-kill:
-				_ = cmd.Process.Signal(syscall.SIGKILL)
-				break read
-			case <-deadline:
-				_ = cmd.Process.Kill()
-				t.Fatalf("helper %d never acknowledged an offload", p)
-			}
-		}
-		for line := range lines { // acknowledgements flushed before the kill
-			if f := strings.Fields(line); len(f) == 3 && f[0] == "ACK" {
-				i, _ := strconv.Atoi(f[1])
-				acks = append(acks, acked{p, i, f[2]})
-			}
-		}
-		_ = cmd.Wait()
+		acks = append(acks, killHelper(t, dir, p, rng)...)
 		if n := len(tempsIn(t, dir)); n > 0 {
 			midWrite++
 		}
 	}
+	bodies := checkSoak(t, dir, acks)
+	t.Logf("%d kills (%d left a temporary file behind), %d acknowledged offloads, %d bodies, verify clean",
+		kills, midWrite, len(acks), bodies)
+}
 
+// soakAck is an offload a soak helper process acknowledged: helper p's
+// offload i, and the reference it printed.
+type soakAck struct {
+	p, i int
+	ref  string
+}
+
+// killHelper starts soak helper p on dir, kills it with SIGKILL at a random
+// moment after its first acknowledgement, and returns what it acknowledged.
+func killHelper(t *testing.T, dir string, p int, rng *rand.Rand) []soakAck {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envRole+"=soak", envDir+"="+dir, envIndex+"="+strconv.Itoa(p))
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	var acks []soakAck
+	ack := func(line string) bool {
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "ACK" {
+			return false
+		}
+		i, _ := strconv.Atoi(f[1])
+		acks = append(acks, soakAck{p, i, f[2]})
+		return true
+	}
+	// Wait for the first acknowledgement (so the process is past its
+	// start-up), then kill it at a random moment of what follows.
+	deadline := time.After(time.Minute)
+	var kill <-chan time.Time
+read:
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				t.Fatalf("helper %d exited before it was killed", p)
+			}
+			if ack(line) && kill == nil {
+				kill = time.After(time.Duration(rng.IntN(400)) * time.Millisecond)
+			}
+		case <-kill:
+			_ = cmd.Process.Signal(syscall.SIGKILL)
+			break read
+		case <-deadline:
+			_ = cmd.Process.Kill()
+			t.Fatalf("helper %d never acknowledged an offload", p)
+		}
+	}
+	for line := range lines { // acknowledgements flushed before the kill
+		ack(line)
+	}
+	_ = cmd.Wait()
+	return acks
+}
+
+// checkSoak reopens dir and checks it after the kills: no temporary file,
+// every body verifies, every record's body is present, and every
+// acknowledged offload resolves. It returns the number of bodies.
+func checkSoak(t *testing.T, dir string, acks []soakAck) int {
+	t.Helper()
 	ctx := context.Background()
 	s := openAt(t, dir)
 	if tt := temps(t, s); len(tt) != 0 {
@@ -185,8 +205,7 @@ func TestKillSoak(t *testing.T) {
 			t.Errorf("helper %d offload %d acknowledged, after the kill: %v %v", a.p, a.i, r, err)
 		}
 	}
-	t.Logf("%d kills (%d left a temporary file behind), %d acknowledged offloads, %d bodies, verify clean",
-		kills, midWrite, len(acks), bodies)
+	return bodies
 }
 
 // tempsIn lists the temporary files in the body directory of dir.
