@@ -23,85 +23,10 @@ import (
 func TestVerifyExactDamageAtScale(t *testing.T) {
 	const n = 10_000
 	ws := filepath.Join(memDir(t), "ws")
-	ctx := context.Background()
-	s, err := dirstore.Open(ctx, ws, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	content := func(i int) []byte { return fmt.Appendf(nil, "artifact number %05d\n", i) }
-	refs := make([]artifact.Ref, n)
-	for i := range n {
-		refs[i] = artifact.RefOf(content(i))
-		if err := os.WriteFile(bodyPath(ws, refs[i]), content(i), 0o400); err != nil {
-			t.Fatal(err)
-		}
-	}
 	rng := rand.New(rand.NewPCG(42, 1))
-	order := rng.Perm(n)
-	damaged, clean := order[:100], order[100:]
-	owner := artifact.Owner{User: "ada", Workflow: "triage", Session: "s1"}
-	record := func(i int) {
-		rec := artifact.Record{Owner: owner, Ref: artifact.RefOf(content(i)), Size: int64(len(content(i))),
-			Kind: "text", Tool: "t", CallID: "c", CreatedAt: time.Now(), LastUsedAt: time.Now()}
-		if _, err := s.CreateRecord(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Records: 20 damaged bodies, 30 clean ones, and 5 contents never
-	// stored (missing).
-	for _, i := range damaged[:20] {
-		record(i)
-	}
-	for _, i := range clean[:30] {
-		record(i)
-	}
-	for i := n; i < n+5; i++ {
-		record(i)
-	}
-	_ = s.Close()
-
-	var wantCorrupt, wantUnsafe []string
-	path := func(i int) string { return bodyPath(ws, refs[i]) }
-	rewrite := func(i int, b []byte) {
-		if err := os.Chmod(path(i), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path(i), b, 0o400); err != nil {
-			t.Fatal(err)
-		}
-		_ = os.Chmod(path(i), 0o400)
-	}
-	for k, i := range damaged {
-		wantCorrupt = append(wantCorrupt, refs[i].String())
-		b := content(i)
-		switch k / 20 {
-		case 0: // bit flip
-			b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
-			rewrite(i, b)
-		case 1: // truncate
-			rewrite(i, b[:rng.IntN(len(b))])
-		case 2: // extend
-			rewrite(i, append(b, 'x'))
-		case 3: // swap with the next one
-			if k%2 == 0 {
-				j := damaged[k+1]
-				tmp := path(i) + ".swap"
-				for _, r := range [][2]string{{path(i), tmp}, {path(j), path(i)}, {tmp, path(j)}} {
-					if err := os.Rename(r[0], r[1]); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-		case 4: // symbolic link to a clean body
-			if err := os.Remove(path(i)); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.Symlink(refs[clean[k]].Hex(), path(i)); err != nil {
-				t.Fatal(err)
-			}
-			wantUnsafe = append(wantUnsafe, "sha256/"+refs[i].Hex())
-		}
-	}
+	f := newScaleFixture(t, ws, n, rng)
+	damaged, clean, content, path := f.damaged, f.clean, scaleContent, f.path
+	wantCorrupt, wantUnsafe := f.damage(t, rng)
 	var wantMissing []string
 	for i := n; i < n+5; i++ {
 		wantMissing = append(wantMissing, artifact.RefOf(content(i)).String())
@@ -156,6 +81,106 @@ func TestVerifyExactDamageAtScale(t *testing.T) {
 		t.Fatalf("after re-offload: exit %d, %+v", code, rep)
 	}
 	t.Logf("%d bodies, %d damaged (5 kinds), %d missing: reported exactly", n, len(wantCorrupt), len(wantMissing))
+}
+
+// scaleFixture is a directory workspace of n small bodies, a random 100 of
+// them chosen for damage, with records of 20 damaged bodies, 30 clean ones
+// and 5 contents never stored.
+type scaleFixture struct {
+	ws             string
+	refs           []artifact.Ref
+	damaged, clean []int
+}
+
+// scaleContent is the content of body i.
+func scaleContent(i int) []byte { return fmt.Appendf(nil, "artifact number %05d\n", i) }
+
+func newScaleFixture(t *testing.T, ws string, n int, rng *rand.Rand) *scaleFixture {
+	t.Helper()
+	ctx := context.Background()
+	s, err := dirstore.Open(ctx, ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	f := &scaleFixture{ws: ws, refs: make([]artifact.Ref, n)}
+	for i := range n {
+		f.refs[i] = artifact.RefOf(scaleContent(i))
+		if err := os.WriteFile(bodyPath(ws, f.refs[i]), scaleContent(i), 0o400); err != nil {
+			t.Fatal(err)
+		}
+	}
+	order := rng.Perm(n)
+	f.damaged, f.clean = order[:100], order[100:]
+	owner := artifact.Owner{User: "ada", Workflow: "triage", Session: "s1"}
+	record := func(i int) {
+		rec := artifact.Record{Owner: owner, Ref: artifact.RefOf(scaleContent(i)), Size: int64(len(scaleContent(i))),
+			Kind: "text", Tool: "t", CallID: "c", CreatedAt: time.Now(), LastUsedAt: time.Now()}
+		if _, err := s.CreateRecord(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, i := range f.damaged[:20] {
+		record(i)
+	}
+	for _, i := range f.clean[:30] {
+		record(i)
+	}
+	for i := n; i < n+5; i++ {
+		record(i)
+	}
+	return f
+}
+
+func (f *scaleFixture) path(i int) string { return bodyPath(f.ws, f.refs[i]) }
+
+// damage damages the chosen bodies in five ways, 20 each (bit flip,
+// truncate, extend, swap of two, replacement by a symbolic link), and
+// returns the references verify must report corrupt and the paths it must
+// report unsafe.
+func (f *scaleFixture) damage(t *testing.T, rng *rand.Rand) (wantCorrupt, wantUnsafe []string) {
+	t.Helper()
+	rewrite := func(i int, b []byte) {
+		if err := os.Chmod(f.path(i), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f.path(i), b, 0o400); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(f.path(i), 0o400)
+	}
+	for k, i := range f.damaged {
+		wantCorrupt = append(wantCorrupt, f.refs[i].String())
+		b := scaleContent(i)
+		switch k / 20 {
+		case 0: // bit flip
+			b[rng.IntN(len(b))] ^= 1 << rng.IntN(8)
+			rewrite(i, b)
+		case 1: // truncate
+			rewrite(i, b[:rng.IntN(len(b))])
+		case 2: // extend
+			rewrite(i, append(b, 'x'))
+		case 3: // swap with the next one
+			if k%2 == 0 {
+				j := f.damaged[k+1]
+				tmp := f.path(i) + ".swap"
+				for _, r := range [][2]string{{f.path(i), tmp}, {f.path(j), f.path(i)}, {tmp, f.path(j)}} {
+					if err := os.Rename(r[0], r[1]); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		case 4: // symbolic link to a clean body
+			if err := os.Remove(f.path(i)); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(f.refs[f.clean[k]].Hex(), f.path(i)); err != nil {
+				t.Fatal(err)
+			}
+			wantUnsafe = append(wantUnsafe, "sha256/"+f.refs[i].Hex())
+		}
+	}
+	return wantCorrupt, wantUnsafe
 }
 
 // memDir returns a temporary directory in memory (/dev/shm) when the
