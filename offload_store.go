@@ -247,6 +247,9 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := call.Validate(); err != nil {
+		return nil, err
+	}
 	rewind := rewinder(r)
 	// The head grows with what arrives, so a large threshold costs memory
 	// only for results that are actually that large.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace"
 )
 
 func TestInlineAtAndBelowThreshold(t *testing.T) {
@@ -307,4 +308,54 @@ func TestLargeReuseWritesNothing(t *testing.T) {
 	if after := e.inst.Counts(); after.NewWriters != before.NewWriters {
 		t.Fatal("a new owner's reuse of a stored body wrote it again")
 	}
+}
+
+func TestOverlongCallRefusedBeforeAnyWrite(t *testing.T) {
+	e := newEnv(t, 10)
+	long := strings.Repeat("x", artifact.MaxCallFieldLen+1)
+	big := strings.Repeat("y", 1000)
+	for _, call := range []hybridctx.Call{{Tool: long, ID: "c"}, {Tool: "t", ID: long}} {
+		if _, err := e.off.Offload(e.ctx, call, big); !errors.Is(err, hybridctx.ErrInvalidCall) {
+			t.Fatalf("Offload: %v, want ErrInvalidCall", err)
+		}
+		r := &countReader{r: strings.NewReader(big)}
+		if _, err := e.off.OffloadReader(e.ctx, call, r); !errors.Is(err, hybridctx.ErrInvalidCall) {
+			t.Fatalf("OffloadReader: %v, want ErrInvalidCall", err)
+		}
+		if r.n != 0 {
+			t.Fatalf("OffloadReader read %d bytes of a call it refused", r.n)
+		}
+	}
+	if c := e.inst.Counts(); c.NewWriters+c.Commits+c.GetRecords+c.Stats != 0 {
+		t.Fatalf("a refused call touched the workspace: %+v", c)
+	}
+	if n := len(e.events.all()); n != 0 {
+		t.Fatalf("%d events for refused calls", n)
+	}
+	// Exactly the limit is recorded as it is, and reads back.
+	limit := strings.Repeat("z", artifact.MaxCallFieldLen)
+	out, err := e.off.Offload(e.ctx, hybridctx.Call{Tool: limit, ID: limit}, big)
+	if err != nil || out.Outcome() != hybridctx.Offloaded {
+		t.Fatalf("at the limit: %v, %v", out, err)
+	}
+	rec, err := e.store.Record(e.ctx, ownerA, out.Ref)
+	if err != nil || rec.Tool != limit || rec.CallID != limit {
+		t.Fatalf("record at the limit: %v", err)
+	}
+	// The workspace itself refuses a longer field, whoever writes.
+	rec.Owner, rec.Tool = ownerB, long
+	if _, err := e.store.CreateRecord(e.ctx, rec); !errors.Is(err, workspace.ErrCallFieldTooLong) {
+		t.Fatalf("CreateRecord with a long tool: %v", err)
+	}
+}
+
+type countReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

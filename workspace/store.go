@@ -108,6 +108,9 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	if rec.Size < 0 {
 		return false, wrap("record", rec.Ref, errors.New("negative size"))
 	}
+	if len(rec.Tool) > artifact.MaxCallFieldLen || len(rec.CallID) > artifact.MaxCallFieldLen {
+		return false, wrap("record", rec.Ref, ErrCallFieldTooLong)
+	}
 	rec.Description = artifact.TruncateUTF8(rec.Description, artifact.MaxDescriptionLen)
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.LastUsedAt = rec.LastUsedAt.UTC()
@@ -198,6 +201,10 @@ func (s *Store) UnsafePermissions(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ErrCallFieldTooLong is returned by CreateRecord for a tool name or call id
+// longer than artifact.MaxCallFieldLen.
+var ErrCallFieldTooLong = errors.New("tool name or call id too long")
 
 // ErrInvalidRef is returned for a zero reference given to the Store.
 var ErrInvalidRef = errors.New("zero reference")

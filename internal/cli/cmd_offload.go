@@ -2,12 +2,14 @@ package cli
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/artifact"
 )
 
 const offloadLong = `Decide one tool result: keep it inline, or store it in the workspace and
@@ -25,7 +27,7 @@ what the model would see:
 most 64 MiB and at most the largest storable result). --max-bytes N is the
 largest result that is stored (>= 0; 0 = 1 GiB); a larger one fails (exit 8).
 --tool (default "cli") and --call-id (default random) go into the record
-only.
+only; each is at most %d bytes (exit 2 before anything is read).
 
 With --json, standard output gets one object:
   {"outcome", "reason", "reference", "notice", "diagnostics"}
@@ -49,7 +51,7 @@ func (a *app) offloadCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "offload [FILE|-] --threshold N [--max-bytes N] [--tool NAME] [--call-id ID]",
 		Short: "Keep a tool result inline or store it and print its reference notice",
-		Long:  withExitCodes(offloadLong),
+		Long:  withExitCodes(fmt.Sprintf(offloadLong, artifact.MaxCallFieldLen)),
 		Args:  cobra.MaximumNArgs(1),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.offload(cmd, args, o) })
@@ -94,6 +96,13 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 	if err := policy.Validate(); err != nil {
 		return usagef("%v", err)
 	}
+	call := hybridctx.Call{Tool: o.tool, ID: o.callID}
+	if call.ID == "" {
+		call.ID = randomID()
+	}
+	if err := call.Validate(); err != nil {
+		return usagef("--tool/--call-id: %v", err)
+	}
 	owner, err := a.requireOwner(cmd)
 	if err != nil {
 		return err
@@ -115,10 +124,6 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)
-	}
-	call := hybridctx.Call{Tool: o.tool, ID: o.callID}
-	if call.ID == "" {
-		call.ID = randomID()
 	}
 	out, err := off.OffloadReader(ctx, call, in)
 	switch {
