@@ -266,15 +266,17 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if o.binding == nil || o.binding.store == nil {
 		return st.result(ctx, Failed, NoAuthorizedWorkspace)
 	}
-	max := o.policy.maxBytes()
-	if st.read > max {
+	limit := o.policy.maxBytes()
+	if st.read > limit {
 		return st.result(ctx, Failed, ExceedsMaxArtifactSize)
 	}
 	var c classify.Classifier
 	src := &countingReader{r: io.MultiReader(&head, r)}
-	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: max, Observer: &c})
-	st.read = src.n
-	st.size = total
+	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: &c})
+	// The head was consumed from r before the workspace saw a byte, so a
+	// write that failed early has still read at least n bytes.
+	st.read = max(n, src.n)
+	st.size = max(total, st.read)
 	var we *workspace.Error
 	switch {
 	case err == nil:

@@ -359,3 +359,28 @@ func (c *countReader) Read(p []byte) (int, error) {
 	c.n += n
 	return n, err
 }
+
+func TestStreamFailedBeforeWriteReportsBytesRead(t *testing.T) {
+	e := newEnv(t, 100)
+	e.hooks.NewWriter = func(context.Context) error { return errors.New("read-only file system") }
+	in := strings.Repeat("r", 5000)
+	out, err := e.off.OffloadReader(e.ctx, hybridctx.Call{Tool: "t", ID: "c"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, out.Outcome(), out.Reason(), hybridctx.Failed, hybridctx.WorkspaceWriteFailed)
+	obs, _ := out.Diagnostics().ObservedBytes()
+	if out.Consumed < 101 || obs < 101 {
+		t.Fatalf("consumed %d, observed %d: at least threshold+1 = 101 bytes were read", out.Consumed, obs)
+	}
+	if strings.Contains(out.Notice, " 0 bytes") {
+		t.Fatalf("notice %q says nothing was read", out.Notice)
+	}
+	ev := e.events.all()
+	if len(ev) != 1 {
+		t.Fatalf("%d events", len(ev))
+	}
+	if in, _, _ := ev[0].Diagnostics.Attribution(); in != obs {
+		t.Fatalf("event input_bytes %d, observed %d", in, obs)
+	}
+}
