@@ -130,12 +130,18 @@ func TestNoticeBoundAndToolName(t *testing.T) {
 	if !strings.Contains(out.Notice, `"length": 65536, "max_bytes": 65536`) {
 		t.Fatalf("read window not capped: %q", out.Notice)
 	}
+	for _, ok := range []hybridctx.Policy{{InlineThreshold: 100, MaxArtifactBytes: 100}, {InlineThreshold: hybridctx.DefaultMaxArtifactBytes}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("policy %+v refused: %v", ok, err)
+		}
+	}
 	for _, bad := range []string{strings.Repeat("n", 65), "read artifact", "x/y", "é"} {
 		if _, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1, ReadToolName: bad}, nil); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 			t.Errorf("tool name %q accepted", bad)
 		}
 	}
-	for _, p := range []hybridctx.Policy{{}, {InlineThreshold: -1}, {InlineThreshold: 1, MaxArtifactBytes: -1}} {
+	for _, p := range []hybridctx.Policy{{}, {InlineThreshold: -1}, {InlineThreshold: 1, MaxArtifactBytes: -1},
+		{InlineThreshold: 101, MaxArtifactBytes: 100}, {InlineThreshold: hybridctx.DefaultMaxArtifactBytes + 1}} {
 		if _, err := hybridctx.NewOffloader(e.bind, p, nil); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 			t.Errorf("policy %+v accepted", p)
 		}

@@ -143,12 +143,16 @@ func (p *pieces) Read(out []byte) (int, error) {
 }
 
 func TestStreamHugeThresholdSmallInput(t *testing.T) {
-	e := newEnv(t, 1<<62)
-	huge, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1<<63 - 1}, nil)
+	e := newEnv(t, 1)
+	large, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1 << 62, MaxArtifactBytes: 1 << 62}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, off := range []*hybridctx.Offloader{e.off, huge} {
+	huge, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1<<63 - 1, MaxArtifactBytes: 1<<63 - 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []*hybridctx.Offloader{large, huge} {
 		out, err := off.OffloadReader(e.ctx, hybridctx.Call{}, strings.NewReader("tiny"))
 		if err != nil || out.Outcome() != hybridctx.Inline || out.Text() != "tiny" {
 			t.Fatalf("huge threshold: %v %v", err, out)

@@ -95,6 +95,10 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	case o.maxMessage <= 0:
 		return usagef("--max-message must be > 0")
 	}
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
+	if err := policy.Validate(); err != nil {
+		return usagef("--threshold/--max-bytes: %v", err)
+	}
 	owner, err := a.mcpOwner(cmd, args[0])
 	if err != nil {
 		return err
@@ -113,7 +117,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}, nil)
+	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)
 	}

@@ -82,19 +82,12 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 	if o.maxBytes < 0 {
 		return usagef("--max-bytes must be >= 0")
 	}
-	limit := o.maxBytes
-	if limit == 0 {
-		limit = hybridctx.DefaultMaxArtifactBytes
-	}
 	if o.threshold > maxThreshold {
 		return usagef("--threshold must be at most %d bytes (64 MiB)", int64(maxThreshold))
 	}
-	if o.threshold > limit {
-		return usagef("--threshold %d exceeds the largest storable result (%d bytes, --max-bytes)", o.threshold, limit)
-	}
 	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
 	if err := policy.Validate(); err != nil {
-		return usagef("%v", err)
+		return usagef("--threshold/--max-bytes: %v", err)
 	}
 	call := hybridctx.Call{Tool: o.tool, ID: o.callID}
 	if call.ID == "" {
