@@ -19,7 +19,7 @@ func verifyJSON(t *testing.T, ws string, extra ...string) (int, verifyReport) {
 		t.Fatalf("verify stderr %q", r.stderr)
 	}
 	m := decodeObject(t, r.stdout)
-	wantKeys(t, m, "bodies", "corrupt", "missing", "unsafe_permissions", "orphaned", "repaired")
+	wantKeys(t, m, "bodies", "corrupt", "missing", "unsafe_permissions", "database", "orphaned", "repaired", "repair_failed")
 	for _, k := range []string{"corrupt", "missing", "unsafe_permissions"} {
 		if string(m[k]) == "null" {
 			t.Errorf("%s is null, want a list", k)
