@@ -63,8 +63,7 @@ func TestOutcomeExitCodeTable(t *testing.T) {
 // record cannot be committed (record_commit_failed). Retrying after the
 // trigger is gone registers it without writing the body again.
 func TestRecoveryRequired(t *testing.T) {
-	ws := newWorkspace(t)
-	wantCode(t, run(t, host(ws, "ls")...), ExitOK) // creates the workspace
+	ws := existingWorkspace(t)
 	db, err := sql.Open("sqlite", filepath.Join(ws, "records.db"))
 	if err != nil {
 		t.Fatal(err)

@@ -58,7 +58,7 @@ func TestEnvAndFlagPrecedence(t *testing.T) {
 		t.Fatalf("flag owner sees the env owner's records: %q", flagged.stdout)
 	}
 	// --workspace wins over HYBRIDCTX_WORKSPACE.
-	other := newWorkspace(t)
+	other := existingWorkspace(t)
 	r = invocation{env: env}.run(t, "ls", "--workspace", other)
 	wantCode(t, r, ExitOK)
 	if strings.Count(r.stdout, "\n") != 1 { // header only

@@ -68,7 +68,7 @@ func TestRehydrateOverBudget(t *testing.T) {
 }
 
 func TestRehydrateMalformedReference(t *testing.T) {
-	ws := newWorkspace(t)
+	ws := existingWorkspace(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	for _, bad := range []string{"nope", "ARTIFACT://sha256/00", artifact.Prefix + "ABCDEF"} {
 		r := run(t, host(ws, "--events", events, "rehydrate", bad, "--budget", "10")...)

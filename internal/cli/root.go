@@ -199,19 +199,29 @@ func (a *app) requireOwner(cmd *cobra.Command) (artifact.Owner, error) {
 	return o, nil
 }
 
+// workspaceCreators are the commands that write, and so may create the
+// workspace they are given; every other command needs an existing one.
+var workspaceCreators = map[string]bool{"offload": true, "mcp": true, "demo": true, "bench": true}
+
 // openWorkspace opens the workspace named by --workspace, the environment or
-// the default. A malformed URL is a usage error; any other failure is exit 1.
+// the default; only the commands of workspaceCreators create a missing one.
+// A malformed URL is a usage error; any other failure, including a missing
+// workspace, is exit 1.
 func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace.Store, error) {
 	u := a.setting(cmd, "workspace", a.workspace, EnvWorkspace)
 	if !cmd.Flags().Changed("workspace") && u == "" {
 		u = DefaultWorkspace
 	}
-	s, err := backend.Open(ctx, u, nil)
+	s, err := backend.Open(ctx, u, &backend.Options{MustExist: !workspaceCreators[cmd.Name()]})
 	switch {
 	case err == nil:
 		return s, nil
 	case errors.Is(err, backend.ErrBadURL):
 		return nil, usagef("--workspace: %v", err)
+	case errors.Is(err, backend.ErrNoWorkspace):
+		_, dir, _ := backend.Parse(u)
+		return nil, &exitError{code: ExitInternal, err: err,
+			msg: "no workspace at " + printable(dir) + " (offload creates one)"}
 	}
 	return nil, internal("cannot open the workspace", err)
 }
