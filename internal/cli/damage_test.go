@@ -1,0 +1,127 @@
+package cli
+
+import (
+	"bytes"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+)
+
+// corruptDigestIndex flips one hex digit of ref's entry in the records
+// database's digest index, leaving the records table intact: a lookup of
+// ref through the index then finds no record although one exists.
+func corruptDigestIndex(t *testing.T, ws string, ref artifact.Ref) {
+	t.Helper()
+	path := filepath.Join(ws, "records.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pageSize, root int64
+	if _, err := db.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`PRAGMA page_size`).Scan(&pageSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(`SELECT rootpage FROM sqlite_master WHERE name = 'records_digest'`).Scan(&root); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := b[(root-1)*pageSize : root*pageSize]
+	i := bytes.Index(page, []byte(ref.Hex()))
+	if i < 0 {
+		t.Fatal("the digest is not in the index's root page")
+	}
+	if page[i] == '0' {
+		page[i] = '1'
+	} else {
+		page[i] = '0'
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDamagedDigestIndexVerifyReportsGCRefuses(t *testing.T) {
+	ws := newWorkspace(t)
+	body := randomBytes(5000, 21)
+	ref := offloadRef(t, ws, body)
+	past := time.Now().Add(-48 * time.Hour)
+	if err := os.Chtimes(bodyPath(ws, ref), past, past); err != nil {
+		t.Fatal(err)
+	}
+	corruptDigestIndex(t, ws, ref)
+
+	js := run(t, "--workspace", ws, "--json", "verify")
+	wantCode(t, js, ExitDamage)
+	m := decodeObject(t, js.stdout)
+	if !strings.Contains(string(m["database"]), `"part":"records.db"`) ||
+		!strings.Contains(string(m["database"]), "integrity check failed") {
+		t.Fatalf("verify --json database = %s", m["database"])
+	}
+	text := run(t, "--workspace", ws, "verify")
+	wantCode(t, text, ExitDamage)
+	if !strings.Contains(text.stdout, "database records.db: SQLite integrity check failed") ||
+		!strings.Contains(text.stdout, "the database is damaged") {
+		t.Fatalf("verify: %q", text.stdout)
+	}
+
+	for _, args := range [][]string{{"gc", "--max-age", "30d", "--grace", "1m"}, {"gc", "--max-age", "30d", "--grace", "1m", "--dry-run"}} {
+		r := run(t, append([]string{"--workspace", ws}, args...)...)
+		wantCode(t, r, ExitInternal)
+		wantOneErrorLine(t, r, "damaged", "verify")
+	}
+	if !exists(t, bodyPath(ws, ref)) {
+		t.Fatal("gc deleted a body its record still references")
+	}
+	got := run(t, host(ws, "rehydrate", ref.String(), "--budget", "5000")...)
+	wantCode(t, got, ExitOK)
+	if got.stdout != string(body) {
+		t.Fatal("the owner's read no longer returns the body")
+	}
+}
+
+func TestReadingCommandsNeverCreateAWorkspace(t *testing.T) {
+	ws := newWorkspace(t)
+	ref := artifact.RefOf([]byte("x")).String()
+	for _, args := range [][]string{
+		host(ws, "ls"),
+		host(ws, "stat", ref),
+		host(ws, "rehydrate", ref, "--budget", "10"),
+		host(ws, "rehydrate", "not-a-reference", "--budget", "10"),
+		{"--workspace", ws, "verify"},
+		{"--workspace", ws, "verify", "--repair"},
+		{"--workspace", ws, "gc", "--max-age", "30d", "--dry-run"},
+		{"--workspace", ws, "gc", "--max-age", "30d"},
+	} {
+		for _, js := range []bool{false, true} {
+			a := args
+			if js {
+				a = append([]string{"--json"}, args...)
+			}
+			r := run(t, a...)
+			if r.code != ExitInternal || !strings.Contains(r.stderr, "hybridctx: no workspace at "+ws+" ") {
+				t.Errorf("%v: exit %d, stderr %q; want exit 1 and no workspace at %s", a, r.code, r.stderr, ws)
+			}
+			if _, err := os.Stat(ws); !os.IsNotExist(err) {
+				t.Fatalf("%v created the workspace (stat err %v)", a, err)
+			}
+		}
+	}
+	// The commands that write create it.
+	offloadRef(t, ws, randomBytes(100, 1))
+	wantCode(t, run(t, host(ws, "ls")...), ExitOK)
+	wantCode(t, run(t, "--workspace", ws, "verify"), ExitOK)
+}
