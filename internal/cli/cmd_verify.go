@@ -34,7 +34,8 @@ repair_failed and stays reported as corrupt.
 
 Exit 10 whenever something corrupt, missing or unsafe or a damaged database
 was found, even if it was repaired; else 0. A workspace that does not exist,
-or a body that cannot be read at all, is exit 1.
+a database that cannot be opened at all (database_damaged), or a body that
+cannot be read at all, is exit 1.
 
 Text output: one line per damaged item, then a summary line. With --json, one
 object in which bodies, orphaned and repaired are counts and the other keys

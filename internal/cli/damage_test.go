@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,3 +126,65 @@ func TestReadingCommandsNeverCreateAWorkspace(t *testing.T) {
 	wantCode(t, run(t, host(ws, "ls")...), ExitOK)
 	wantCode(t, run(t, "--workspace", ws, "verify"), ExitOK)
 }
+
+func TestExitOneErrorsAreCategoricalAndJSON(t *testing.T) {
+	// A regular file where the workspace directory should be.
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A records database garbled after its header.
+	garbled := existingWorkspace(t)
+	db := filepath.Join(garbled, "records.db")
+	b, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 100; i < len(b); i++ {
+		b[i] = 0xA5
+	}
+	if err := os.WriteFile(db, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args     []string
+		code     string
+		rawTexts []string
+	}{
+		{withStdinOffload(file), "storage_error", []string{"not a directory", file + "/"}},
+		{host(garbled, "ls"), "database_damaged", []string{"malformed", "(11)", "sqlite", "SQLITE"}},
+		{[]string{"--workspace", garbled, "verify"}, "database_damaged", []string{"malformed", "(11)"}},
+		{host(newWorkspace(t), "ls"), "no_workspace", nil},
+		{host(garbled, "offload"), "usage", nil},
+	}
+	for _, c := range cases {
+		text := run(t, c.args...)
+		js := run(t, append([]string{"--json"}, c.args...)...)
+		for _, r := range []result{text, js} {
+			if r.code != ExitInternal && r.code != ExitUsage {
+				t.Fatalf("%v: exit %d, stderr %q", c.args, r.code, r.stderr)
+			}
+			for _, raw := range c.rawTexts {
+				if strings.Contains(r.stderr, raw) || strings.Contains(r.stdout, raw) {
+					t.Errorf("%v: output carries raw text %q: %q %q", c.args, raw, r.stderr, r.stdout)
+				}
+			}
+		}
+		if text.stdout != "" {
+			t.Errorf("%v: without --json stdout %q", c.args, text.stdout)
+		}
+		m := decodeObject(t, js.stdout)
+		wantKeys(t, m, "error")
+		var e struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		}
+		if err := json.Unmarshal(m["error"], &e); err != nil || e.Code != c.code ||
+			"hybridctx: "+e.Message+"\n" != js.stderr {
+			t.Errorf("%v: --json error %s (%v), want code %q and the stderr line %q", c.args, m["error"], err, c.code, js.stderr)
+		}
+	}
+}
+
+// withStdinOffload is an offload into ws (its input is empty stdin).
+func withStdinOffload(ws string) []string { return host(ws, "offload", "--threshold", "10") }

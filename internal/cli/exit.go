@@ -83,6 +83,9 @@ type exitError struct {
 	code int
 	msg  string
 	err  error
+	// category classifies exit-1 and exit-2 errors for --json; nil means
+	// the usage category for exit 2 and the category of err for exit 1.
+	category *errorCategory
 }
 
 func (e *exitError) Error() string {
@@ -104,7 +107,7 @@ func internal(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &exitError{code: ExitInternal, msg: "interrupted", err: err}
 	}
-	return &exitError{code: ExitInternal, msg: what + ": " + err.Error(), err: err}
+	return &exitError{code: ExitInternal, msg: what + ": " + errorCategoryOf(err).text, err: err}
 }
 
 // outcomeExit ends a command with the exit code of o; msg, when not empty,

@@ -83,9 +83,13 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	a := &app{env: env}
 	root := a.rootCommand()
 	root.SetArgs(args)
-	code, msg := exitCode(root.ExecuteContext(ctx))
+	err := root.ExecuteContext(ctx)
+	code, msg := exitCode(err)
 	if msg != "" {
 		fmt.Fprintln(env.Stderr, "hybridctx: "+oneLine(msg))
+		if a.json && (code == ExitInternal || code == ExitUsage) {
+			a.writeErrorJSON(err, code, msg)
+		}
 	}
 	return code
 }
@@ -122,7 +126,18 @@ Global flags may stand anywhere before "--", as --flag value or --flag=value:
                         process)
   --events FILE|-       append progress events as JSON Lines to FILE (created
                         0600), or write them to standard error with "-"
-  --json                machine-readable output on standard output
+  --json                machine-readable output on standard output; an
+                        error of exit 1 or 2 then also prints
+                        {"error": {"code", "message"}} there, code being one
+                        of usage, interrupted, no_workspace,
+                        database_damaged, body_changed, permission_denied,
+                        no_space, read_only, database_busy,
+                        database_io_error, unsupported, unavailable, schema,
+                        storage_error, internal
+
+Error lines name the cause by category, never with raw storage or system
+text. Only offload, mcp, demo and bench create a missing workspace; the other
+commands say "no workspace at PATH" (exit 1).
 `
 
 func (a *app) rootCommand() *cobra.Command {
@@ -220,7 +235,7 @@ func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace
 		return nil, usagef("--workspace: %v", err)
 	case errors.Is(err, backend.ErrNoWorkspace):
 		_, dir, _ := backend.Parse(u)
-		return nil, &exitError{code: ExitInternal, err: err,
+		return nil, &exitError{code: ExitInternal, err: err, category: &catNoWorkspace,
 			msg: "no workspace at " + printable(dir) + " (offload creates one)"}
 	}
 	return nil, internal("cannot open the workspace", err)
