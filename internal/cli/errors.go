@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"strings"
 	"syscall"
 
 	"github.com/hybridctx/hybridctx/backend"
@@ -41,6 +42,33 @@ var (
 	catStorageError = errorCategory{"storage_error", "storage error"}
 	catInternal     = errorCategory{"internal", "internal error"}
 )
+
+// errorCategories lists every category once, for the help.
+var errorCategories = []errorCategory{catUsage, catInterrupted, catNoWorkspace, catDamaged, catChanged,
+	catPermission, catNoSpace, catReadOnly, catBusy, catDatabaseIO, catUnsupported, catUnavailable,
+	catSchema, catStorageError, catInternal}
+
+// errorCodesHelp renders the error codes of --json for the root help.
+func errorCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Error codes of --json:")
+	seen := map[string]bool{}
+	width := b.Len()
+	for _, c := range errorCategories {
+		if seen[c.code] {
+			continue
+		}
+		seen[c.code] = true
+		if width+1+len(c.code) > 76 {
+			b.WriteString("\n ")
+			width = 1
+		}
+		b.WriteString(" " + c.code)
+		width += 1 + len(c.code)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
 
 // SQLite primary result codes recognized in errors that carry one (the
 // driver's error type has a Code method; it is matched by that method so

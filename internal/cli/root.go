@@ -128,12 +128,7 @@ Global flags may stand anywhere before "--", as --flag value or --flag=value:
                         0600), or write them to standard error with "-"
   --json                machine-readable output on standard output; an
                         error of exit 1 or 2 then also prints
-                        {"error": {"code", "message"}} there, code being one
-                        of usage, interrupted, no_workspace,
-                        database_damaged, body_changed, permission_denied,
-                        no_space, read_only, database_busy,
-                        database_io_error, unsupported, unavailable, schema,
-                        storage_error, internal
+                        {"error": {"code", "message"}} there (codes below)
 
 Error lines name the cause by category, never with raw storage or system
 text. Only offload, mcp, demo and bench create a missing workspace; the other
@@ -144,7 +139,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hybridctx",
 		Short:         "Offload large tool results to a workspace and rehydrate them on request",
-		Long:          rootLong + "\n" + exitCodesHelp(),
+		Long:          rootLong + "\n" + errorCodesHelp() + "\n" + exitCodesHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
