@@ -256,6 +256,9 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	var head bytes.Buffer
 	n, err := io.CopyN(&head, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
 	switch {
+	case ctx.Err() != nil:
+		// Cancelled while waiting for input: no decision, whatever arrived.
+		return nil, ctx.Err()
 	case err == io.EOF:
 		out := &Offload{content: head.Bytes(), Consumed: n}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)

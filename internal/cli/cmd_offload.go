@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -100,7 +101,7 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 	if err != nil {
 		return err
 	}
-	in, closeIn, err := a.openInput(args)
+	in, closeIn, err := a.openInput(cmd.Context(), args)
 	if err != nil {
 		return err
 	}
@@ -151,15 +152,31 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 
 // openInput opens the result to offload: FILE, or standard input for "-"
 // and no argument. A file that cannot be opened for reading is a usage error.
-func (a *app) openInput(args []string) (io.Reader, func(), error) {
+// Anything but a regular file (standard input, a pipe, a terminal, a FIFO)
+// is read so that a signal's cancellation of ctx ends a blocked open or read.
+func (a *app) openInput(ctx context.Context, args []string) (io.Reader, func(), error) {
 	if len(args) == 0 || args[0] == "-" {
-		return a.env.Stdin, func() {}, nil
+		if f, ok := a.env.Stdin.(*os.File); ok && isRegular(f) {
+			return f, func() {}, nil
+		}
+		c := newCancelableReader(ctx, a.env.Stdin)
+		return c, c.close, nil
 	}
-	f, err := os.Open(args[0])
+	var f *os.File
+	fi, err := os.Stat(args[0])
+	switch {
+	case err == nil && fi.Mode()&os.ModeNamedPipe != 0:
+		f, err = openFIFO(ctx, args[0])
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, internal("offload", err)
+		}
+	case err == nil:
+		f, err = os.Open(args[0])
+	}
 	if err != nil {
 		return nil, nil, usagef("cannot read the input: %v", err)
 	}
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err == nil && fi.IsDir() {
 		err = errors.New("is a directory")
 	}
@@ -167,5 +184,15 @@ func (a *app) openInput(args []string) (io.Reader, func(), error) {
 		_ = f.Close()
 		return nil, nil, usagef("cannot read the input %s: %v", args[0], err)
 	}
-	return f, func() { _ = f.Close() }, nil
+	if fi.Mode().IsRegular() {
+		return f, func() { _ = f.Close() }, nil
+	}
+	c := newCancelableReader(ctx, f)
+	return c, func() { _ = f.Close(); c.close() }, nil
+}
+
+// isRegular reports whether f is a regular file.
+func isRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }

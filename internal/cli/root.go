@@ -85,9 +85,12 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	code, msg := exitCode(err)
+	if c, m, ok := signalExit(ctx, code); ok {
+		code, msg, err = c, m, &exitError{code: c, msg: m, category: &catInterrupted}
+	}
 	if msg != "" {
 		fmt.Fprintln(env.Stderr, "hybridctx: "+oneLine(msg))
-		if a.json && (code == ExitInternal || code == ExitUsage) {
+		if a.json && (code == ExitInternal || code == ExitUsage || code == ExitInterrupted || code == ExitTerminated) {
 			a.writeErrorJSON(err, code, msg)
 		}
 	}
