@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -57,6 +58,9 @@ type Options struct {
 	// Blob tunes the bodies of s3://; its Locker is set by Open to the
 	// index.
 	Blob *blobstore.Options
+	// Logger receives the log lines of the object store's SDK (s3://);
+	// nil discards them. Nothing is ever written to standard error.
+	Logger *slog.Logger
 	// MustExist opens only a workspace that exists: a directory without
 	// a workspace fails with an error wrapping ErrNoWorkspace instead of
 	// being created. (A database or bucket workspace exists once its
@@ -141,7 +145,7 @@ func openS3(ctx context.Context, u string, opts *Options) (*workspace.Store, err
 	if err != nil {
 		return nil, err
 	}
-	bucket, err := blobstore.OpenBucket(ctx, bucketURL)
+	bucket, err := blobstore.OpenBucketWith(ctx, bucketURL, &blobstore.BucketOptions{Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open s3 workspace: %w", badURL(err))
 	}
