@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"database/sql"
 	"encoding/json"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace/dirstore"
 )
 
 // corruptDigestIndex flips one hex digit of ref's entry in the records
@@ -188,3 +190,64 @@ func TestExitOneErrorsAreCategoricalAndJSON(t *testing.T) {
 
 // withStdinOffload is an offload into ws (its input is empty stdin).
 func withStdinOffload(ws string) []string { return host(ws, "offload", "--threshold", "10") }
+
+// TestWALDeletedUnderARunningProcessIsNamed holds the records database open
+// in this process (as a long-running mcp proxy would), deletes records.db-wal,
+// and runs the real binary: each command names the deleted log instead of
+// failing with a raw disk I/O error, and once the holder exits every record
+// is there.
+func TestWALDeletedUnderARunningProcessIsNamed(t *testing.T) {
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	dir := t.TempDir()
+	ws := filepath.Join(dir, DefaultWorkspace)
+	env := []string{"HYBRIDCTX_USER=ada", "HYBRIDCTX_WORKFLOW=triage", "HYBRIDCTX_SESSION=s1"}
+	for i := range 3 {
+		if r := runBinary(t, dir, env, randomBytes(500, uint64(i)), "offload", "--threshold", "10"); r.code != 0 {
+			t.Fatalf("offload: exit %d %s", r.code, r.stderr)
+		}
+	}
+	holder, err := dirstore.Open(context.Background(), ws, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.CreateRecord(context.Background(), artifact.Record{
+		Owner: artifact.Owner{User: "ada", Workflow: "triage", Session: "s2"}, Ref: artifact.RefOf(randomBytes(500, 0)),
+		Size: 500, Kind: "binary", CreatedAt: time.Now(), LastUsedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(ws, "records.db-wal")); err != nil {
+		t.Fatal(err)
+	}
+	// verify names the file: as database damage (exit 10) when it could
+	// open the workspace, else on its error line (exit 1).
+	for _, args := range [][]string{{"verify"}, {"--json", "verify"}, {"ls"}, {"--json", "ls"}} {
+		r := runBinary(t, dir, env, nil, args...)
+		out := string(r.stdout) + string(r.stderr)
+		named := r.code == ExitInternal && strings.Contains(string(r.stderr), "records.db-wal was deleted while a process had the database open") ||
+			r.code == ExitDamage && args[len(args)-1] == "verify" && strings.Contains(string(r.stdout), "records.db-wal")
+		if !named || strings.Contains(out, "(522)") || strings.Contains(out, "disk I/O") {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+		if args[0] == "--json" && r.code == ExitInternal && !strings.Contains(string(r.stdout), `"code":"database_wal_deleted"`) {
+			t.Fatalf("%v: --json stdout %q", args, r.stdout)
+		}
+	}
+	// The holder itself names it too, through the same check verify runs.
+	if d, err := holder.CheckIntegrity(context.Background()); err != nil || len(d) != 1 || d[0].Part != "records.db-wal" {
+		t.Fatalf("holder's check: %v, %v", d, err)
+	}
+	if err := holder.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if r := runBinary(t, dir, env, nil, "verify"); r.code != 0 {
+		t.Fatalf("verify after the holder exited: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+	ls := runBinary(t, dir, env, nil, "ls", "--json")
+	held := runBinary(t, dir, env, nil, "ls", "--json", "--session", "s2")
+	if n, m := bytes.Count(ls.stdout, []byte("\n")), bytes.Count(held.stdout, []byte("\n")); ls.code != 0 || n != 3 || m != 1 {
+		t.Fatalf("ls after the holder exited: exit %d, %d+%d records, want 3+1 (none lost)", ls.code, n, m)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/hybridctx/hybridctx/backend"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
+	"github.com/hybridctx/hybridctx/workspace/dirstore"
 	"github.com/hybridctx/hybridctx/workspace/pgstore"
 )
 
@@ -25,10 +26,13 @@ type errorCategory struct {
 // Categories of errors, in the order errorCategoryOf tries them; the last
 // is the default.
 var (
-	catUsage        = errorCategory{"usage", "usage error"}
-	catInterrupted  = errorCategory{"interrupted", "interrupted"}
-	catNoWorkspace  = errorCategory{"no_workspace", "no workspace"}
-	catDamaged      = errorCategory{"database_damaged", "the workspace database is damaged; run hybridctx verify"}
+	catUsage       = errorCategory{"usage", "usage error"}
+	catInterrupted = errorCategory{"interrupted", "interrupted"}
+	catNoWorkspace = errorCategory{"no_workspace", "no workspace"}
+	catDamaged     = errorCategory{"database_damaged", "the workspace database is damaged; run hybridctx verify"}
+	catWALDeleted  = errorCategory{"database_wal_deleted", "the records database's write-ahead log records.db-wal was deleted " +
+		"while a process had the database open; let every process using this workspace exit normally " +
+		"(the last one writes its records back), then retry"}
 	catChanged      = errorCategory{"body_changed", "the stored body changed while it was read"}
 	catPermission   = errorCategory{"permission_denied", "permission denied"}
 	catNoSpace      = errorCategory{"no_space", "no space left on the device"}
@@ -44,7 +48,7 @@ var (
 )
 
 // errorCategories lists every category once, for the help.
-var errorCategories = []errorCategory{catUsage, catInterrupted, catNoWorkspace, catDamaged, catChanged,
+var errorCategories = []errorCategory{catUsage, catInterrupted, catNoWorkspace, catDamaged, catWALDeleted, catChanged,
 	catPermission, catNoSpace, catReadOnly, catBusy, catDatabaseIO, catUnsupported, catUnavailable,
 	catSchema, catStorageError, catInternal}
 
@@ -100,6 +104,8 @@ func errorCategoryOf(err error) errorCategory {
 		return catUnavailable
 	case errors.Is(err, pgstore.ErrSchema):
 		return catSchema
+	case errors.Is(err, dirstore.ErrWALDeleted):
+		return catWALDeleted
 	case errors.Is(err, workspace.ErrDamaged), sqliteCode == sqliteCorrupt, sqliteCode == sqliteNotADB:
 		return catDamaged
 	case errors.Is(err, workspace.ErrChanged):

@@ -210,7 +210,7 @@ func (s *Store) init(ctx context.Context, o Options) error {
 	}
 	rec, err := openRecords(ctx, filepath.Join(s.dir, dbName), o.BusyTimeout)
 	if err != nil {
-		return err
+		return s.explainIOError(err)
 	}
 	s.rec = rec
 	return nil
