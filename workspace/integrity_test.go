@@ -11,6 +11,7 @@ import (
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
@@ -86,5 +87,58 @@ func TestGCRefusesDamagedDatabaseScrubReportsIt(t *testing.T) {
 	}
 	if !sr.DatabaseChecked || len(sr.Database) != 1 || !sr.Damaged() {
 		t.Fatalf("scrub %+v: want the damage reported", sr)
+	}
+}
+
+func TestScrubReportsAndRepairs(t *testing.T) {
+	ctx := context.Background()
+	m := memstore.New()
+	refuse := artifact.RefOf(bodyOf(3, 100))
+	h := &drivertest.Hooks{Delete: func(_ context.Context, key string) error {
+		if key == refuse.Hex() {
+			return errors.New("directory not empty")
+		}
+		return nil
+	}}
+	s, _ := over(m, m, h)
+	kept := offloadAs(t, s, ownerA, bodyOf(1, 100))
+	rotten := offloadAs(t, s, ownerA, bodyOf(2, 100))
+	mustPut(t, s, bodyOf(3, 100))
+	orphan := mustPut(t, s, bodyOf(4, 100))
+	gone := offloadAs(t, s, ownerB, bodyOf(5, 100))
+	m.Tamper(rotten.Hex(), bodyOf(9, 100))
+	m.Tamper(refuse.Hex(), bodyOf(8, 100))
+	if err := s.DeleteBody(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := s.Scrub(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Bodies != 4 || len(rep.Corrupt) != 2 || len(rep.Missing) != 1 || rep.Missing[0] != gone ||
+		rep.Orphaned != 2 || len(rep.Repaired) != 0 || rep.PermissionsChecked || rep.DatabaseChecked || !rep.Damaged() {
+		t.Fatalf("report %+v", rep)
+	}
+	rep, err = s.Scrub(ctx, &workspace.ScrubOptions{Repair: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Repaired) != 1 || rep.Repaired[0] != rotten || len(rep.RepairFailed) != 1 || rep.RepairFailed[0] != refuse {
+		t.Fatalf("repair: %+v", rep)
+	}
+	if _, err := s.StatBody(ctx, kept); err != nil {
+		t.Fatalf("a sound body was touched: %v", err)
+	}
+	if _, err := s.StatBody(ctx, orphan); err != nil {
+		t.Fatalf("an orphan was deleted: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := s.Scrub(cctx, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled scrub: %v", err)
+	}
+	_ = s.Close()
+	if _, err := s.Scrub(ctx, nil); !errors.Is(err, workspace.ErrClosed) {
+		t.Fatalf("scrub of a closed store: %v", err)
 	}
 }
