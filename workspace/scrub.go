@@ -130,11 +130,14 @@ func (s *Store) checkIntegrity(ctx context.Context) (damage []driver.Damage, che
 		if !ok {
 			continue
 		}
-		checked = true
 		dmg, err := c.CheckIntegrity(ctx)
-		if err != nil {
-			return nil, checked, err
+		switch {
+		case errors.Is(err, errors.ErrUnsupported):
+			continue // the backend cannot check here (a missing extension, say)
+		case err != nil:
+			return nil, true, err
 		}
+		checked = true
 		damage = append(damage, dmg...)
 	}
 	return damage, checked, nil

@@ -138,7 +138,9 @@ type Checker interface {
 // records that protect a body.
 type IntegrityChecker interface {
 	// CheckIntegrity returns the damage found, empty when the database is
-	// sound. The error is reserved for a check that could not run.
+	// sound. The error is reserved for a check that could not run; one
+	// wrapping errors.ErrUnsupported means this database cannot be checked
+	// (the check is then skipped, not passed).
 	CheckIntegrity(ctx context.Context) ([]Damage, error)
 }
 
