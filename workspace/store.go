@@ -144,6 +144,10 @@ func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref arti
 	return wrap("delete record", ref, s.records.DeleteRecord(ctx, owner, ref))
 }
 
+// Query selects records; it is driver.Query, named here so that callers of
+// the Store need not import the driver contract.
+type Query = driver.Query
+
 // ListRecords yields the records q selects, oldest last use first.
 func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artifact.Record, error] {
 	return func(yield func(artifact.Record, error) bool) {
