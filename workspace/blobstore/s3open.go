@@ -35,63 +35,81 @@ var s3Params = []string{"region", "endpoint", "hostname_immutable", "profile", "
 	"use_path_style", "s3ForcePathStyle", "disable_https",
 	"request_checksum_calculation", "response_checksum_validation", "prefix"}
 
-// openS3 opens the bucket of an s3:// URL with the SDK's logger routed to
-// logger.
-func openS3(ctx context.Context, u *url.URL, logger *slog.Logger) (*blob.Bucket, error) {
-	load := []func(*config.LoadOptions) error{config.WithLogger(sdkLogger{logger})}
-	var client []func(*s3.Options)
-	var endpoint, prefix string
-	for key, values := range u.Query() {
+// s3Config is what the query of an s3:// URL asks of the AWS SDK.
+type s3Config struct {
+	load     []func(*config.LoadOptions) error
+	client   []func(*s3.Options)
+	endpoint string
+	prefix   string
+}
+
+// parseS3Query reads the query parameters of an s3:// URL (see s3Params);
+// any other parameter, or a malformed value, is an error.
+func parseS3Query(q url.Values) (s3Config, error) {
+	var c s3Config
+	for key, values := range q {
 		v := values[0]
 		var err error
 		switch key {
 		case "region":
-			load = append(load, config.WithRegion(v))
+			c.load = append(c.load, config.WithRegion(v))
 		case "endpoint":
-			endpoint = v
+			c.endpoint = v
 		case "profile":
-			load = append(load, config.WithSharedConfigProfile(v))
+			c.load = append(c.load, config.WithSharedConfigProfile(v))
 		case "prefix":
-			prefix = v
+			c.prefix = v
 		case "anonymous":
-			err = boolParam(key, v, func() { load = append(load, config.WithCredentialsProvider(aws.AnonymousCredentials{})) })
+			err = boolParam(key, v, func() { c.load = append(c.load, config.WithCredentialsProvider(aws.AnonymousCredentials{})) })
 		case "use_path_style", "s3ForcePathStyle", "hostname_immutable":
 			// An immutable host name is the endpoint used as it is, which
 			// is what path-style addressing does.
-			err = boolParam(key, v, func() { client = append(client, func(o *s3.Options) { o.UsePathStyle = true }) })
+			err = boolParam(key, v, func() { c.client = append(c.client, func(o *s3.Options) { o.UsePathStyle = true }) })
 		case "disable_https":
-			err = boolParam(key, v, func() { client = append(client, func(o *s3.Options) { o.EndpointOptions.DisableHTTPS = true }) })
+			err = boolParam(key, v, func() { c.client = append(c.client, func(o *s3.Options) { o.EndpointOptions.DisableHTTPS = true }) })
 		case "request_checksum_calculation":
-			var c aws.RequestChecksumCalculation
-			if c, err = requestChecksum(v); err == nil {
-				load = append(load, config.WithRequestChecksumCalculation(c))
+			var rc aws.RequestChecksumCalculation
+			if rc, err = requestChecksum(v); err == nil {
+				c.load = append(c.load, config.WithRequestChecksumCalculation(rc))
 			}
 		case "response_checksum_validation":
-			var c aws.ResponseChecksumValidation
-			if c, err = responseChecksum(v); err == nil {
-				load = append(load, config.WithResponseChecksumValidation(c))
+			var rc aws.ResponseChecksumValidation
+			if rc, err = responseChecksum(v); err == nil {
+				c.load = append(c.load, config.WithResponseChecksumValidation(rc))
 			}
 		default:
-			return nil, fmt.Errorf("unknown query parameter %q (s3:// takes %v)", key, s3Params)
+			return s3Config{}, fmt.Errorf("unknown query parameter %q (s3:// takes %v)", key, s3Params)
 		}
 		if err != nil {
-			return nil, err
+			return s3Config{}, err
 		}
 	}
-	if endpoint != "" {
-		client = append(client, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint) })
+	if c.endpoint != "" {
+		endpoint := c.endpoint
+		c.client = append(c.client, func(o *s3.Options) { o.BaseEndpoint = aws.String(endpoint) })
 	}
+	return c, nil
+}
+
+// openS3 opens the bucket of an s3:// URL with the SDK's logger routed to
+// logger.
+func openS3(ctx context.Context, u *url.URL, logger *slog.Logger) (*blob.Bucket, error) {
+	c, err := parseS3Query(u.Query())
+	if err != nil {
+		return nil, err
+	}
+	load := append([]func(*config.LoadOptions) error{config.WithLogger(sdkLogger{logger})}, c.load...)
 	cfg, err := config.LoadDefaultConfig(ctx, load...)
 	if err != nil {
 		return nil, fmt.Errorf("AWS configuration: %w", err)
 	}
-	b, err := s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, client...), u.Host,
+	b, err := s3blob.OpenBucket(ctx, s3.NewFromConfig(cfg, c.client...), u.Host,
 		&s3blob.Options{RequestChecksumCalculation: cfg.RequestChecksumCalculation})
 	if err != nil {
 		return nil, err
 	}
-	if prefix != "" {
-		b = blob.PrefixedBucket(b, prefix)
+	if c.prefix != "" {
+		b = blob.PrefixedBucket(b, c.prefix)
 	}
 	return b, nil
 }
