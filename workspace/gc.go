@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
@@ -338,10 +339,29 @@ func (s *Store) refuseDamaged(ctx context.Context) error {
 		return err
 	}
 	if len(damage) > 0 {
-		return fmt.Errorf("%w: %s: %s; run verify, and restore the database from a backup", ErrDamaged, damage[0].Part, damage[0].Problem)
+		return &DamageError{Damage: damage}
 	}
 	return nil
 }
+
+// DamageError is the error CollectGarbage returns when the backend's
+// integrity check found damage; it wraps ErrDamaged.
+type DamageError struct {
+	// Damage is what the check found (categorical, never raw database
+	// text).
+	Damage []driver.Damage
+}
+
+func (e *DamageError) Error() string {
+	parts := make([]string, len(e.Damage))
+	for i, d := range e.Damage {
+		parts[i] = d.Part + ": " + d.Problem
+	}
+	return ErrDamaged.Error() + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// Unwrap returns ErrDamaged.
+func (e *DamageError) Unwrap() error { return ErrDamaged }
 
 // unreferencedInTable keeps the candidates that no record references
 // (records last used before recordCutoff, when it is not zero, do not

@@ -84,7 +84,7 @@ func TestDamagedDigestIndexVerifyReportsGCRefuses(t *testing.T) {
 	for _, args := range [][]string{{"gc", "--max-age", "30d", "--grace", "1m"}, {"gc", "--max-age", "30d", "--grace", "1m", "--dry-run"}} {
 		r := run(t, append([]string{"--workspace", ws}, args...)...)
 		wantCode(t, r, ExitInternal)
-		wantOneErrorLine(t, r, "damaged", "verify")
+		wantOneErrorLine(t, r, "refusing to collect garbage", "records.db: SQLite integrity check failed", "verify")
 	}
 	if !exists(t, bodyPath(ws, ref)) {
 		t.Fatal("gc deleted a body its record still references")
