@@ -117,6 +117,9 @@ func TestUsageErrors(t *testing.T) {
 		"mcp threshold over max": {"mcp", "--threshold", "100", "--max-bytes", "50", "--", "true"},
 		"gc max-age short":       {"gc", "--max-age", "1m"},
 		"rehydrate no budget":    {"rehydrate", "artifact://sha256/x"},
+		"offload events dir":     {"offload", "--threshold", "10", "--events", "/nonexistent/dir/events.jsonl"},
+		"mcp events dir":         {"mcp", "--events", "/nonexistent/dir/events.jsonl", "--", "true"},
+		"demo events dir":        {"demo", "--events", "/nonexistent/dir/events.jsonl"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {

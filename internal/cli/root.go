@@ -290,17 +290,19 @@ func (a *app) runIDOrRandom() string {
 // a host command. release closes both.
 func (a *app) hostSession(cmd *cobra.Command, events bool) (ctx context.Context, store *workspace.Store, release func(), err error) {
 	ctx = cmd.Context()
-	store, err = a.openWorkspace(ctx, cmd)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	// The events file first: a usage error in --events must not leave a
+	// workspace created behind.
 	done := func() {}
 	if events {
 		ctx, done, err = a.withReporter(ctx, cmd)
 		if err != nil {
-			_ = store.Close()
 			return nil, nil, nil, err
 		}
+	}
+	store, err = a.openWorkspace(ctx, cmd)
+	if err != nil {
+		done()
+		return nil, nil, nil, err
 	}
 	return ctx, store, func() { done(); _ = store.Close() }, nil
 }
