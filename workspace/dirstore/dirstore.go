@@ -1,8 +1,10 @@
 // Package dirstore is the embedded default workspace backend: bodies are
 // plain files in a directory and records live in a SQLite database next to
 // them. One *Store implements driver.Bodies, driver.Records, driver.Locker,
-// driver.Checker, io.Closer and the workspace's record-expiry capability
-// (ExpireRecords), and several processes (the CLI and MCP proxies) may share
+// driver.Checker, driver.IntegrityChecker (SQLite's integrity_check, and a
+// write-ahead log deleted under a running process), driver.ReferenceScanner,
+// io.Closer and the workspace's record-expiry capability (ExpireRecords),
+// and several processes (the CLI and MCP proxies) may share
 // one directory at the same time.
 //
 // # Layout
