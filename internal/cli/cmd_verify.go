@@ -151,6 +151,9 @@ func (a *app) printVerify(rep *verifyReport) error {
 	if !rep.scrub.PermissionsChecked {
 		b.WriteString(" (permissions not checked: the backend cannot tell)")
 	}
+	if !rep.scrub.DatabaseChecked {
+		b.WriteString(" (database not checked: the backend has no check here)")
+	}
 	b.WriteByte('\n')
 	return a.write([]byte(b.String()))
 }

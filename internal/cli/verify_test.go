@@ -162,7 +162,8 @@ func TestVerifyRepairThenRestore(t *testing.T) {
 func TestVerifyMem(t *testing.T) {
 	r := run(t, "verify", "--workspace", "mem://")
 	wantCode(t, r, ExitOK)
-	if !strings.Contains(r.stdout, "0 bodies") || !strings.Contains(r.stdout, "permissions not checked") {
+	if !strings.Contains(r.stdout, "0 bodies") || !strings.Contains(r.stdout, "permissions not checked") ||
+		!strings.Contains(r.stdout, "database not checked") {
 		t.Fatalf("stdout %q", r.stdout)
 	}
 	code, rep := verifyJSON(t, "mem://")
