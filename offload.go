@@ -138,15 +138,15 @@ func (o *Offload) Text() string {
 // OffloadReader, anything else encoded with encoding/json.
 //
 // The error is non-nil only when no decision was made: a cancelled context
-// (checked first), a call that fails Call.Validate, a value that cannot be
-// serialized, or a failure that happened before anything was written. Every
-// decision returns an *Offload and reports exactly one event.
+// (checked first), a value that cannot be serialized, or a failure that
+// happened before anything was written. Every decision returns an *Offload
+// and reports exactly one event.
 func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offload, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := call.Validate(); err != nil {
-		return nil, err
+		return nil, err // a call that could never be recorded
 	}
 	switch v := result.(type) {
 	case *Segment:

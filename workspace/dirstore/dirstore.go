@@ -109,24 +109,20 @@ const defaultBusyTimeout = 10 * time.Second
 
 // Options tune Open. The zero value and nil mean the defaults.
 type Options struct {
-	// BusyTimeout for SQLite; zero means 10s.
-	BusyTimeout time.Duration
-	// Clock gives the commit time stamped on bodies; nil means time.Now.
-	Clock func() time.Time
 	// MustExist makes Open fail, with an error wrapping ErrNoWorkspace,
 	// unless dir already holds a workspace (its records database), instead
 	// of creating one: for commands that only read or check.
 	MustExist bool
+	// BusyTimeout for SQLite; zero means 10s.
+	BusyTimeout time.Duration
+	// Clock gives the commit time stamped on bodies; nil means time.Now.
+	Clock func() time.Time
 	// FS, when non-nil, replaces the directory for everything but the
 	// SQLite database, which stays in dir (which must then exist). It
 	// is for this module's tests (crash and fault simulation); leave it
 	// nil otherwise.
 	FS vfs.FS
 }
-
-// ErrNoWorkspace is wrapped by Open's error when Options.MustExist is set and
-// the directory holds no workspace. It also wraps fs.ErrNotExist.
-var ErrNoWorkspace = fmt.Errorf("no workspace in the directory: %w", fs.ErrNotExist)
 
 // Store is a directory workspace backend. It is safe for concurrent use by
 // many goroutines, and several processes may open the same directory.
@@ -148,10 +144,7 @@ var (
 	_ driver.Records = (*Store)(nil)
 	_ driver.Locker  = (*Store)(nil)
 	_ driver.Checker = (*Store)(nil)
-
-	_ driver.IntegrityChecker = (*Store)(nil)
-	_ driver.ReferenceScanner = (*Store)(nil)
-	_ io.Closer               = (*Store)(nil)
+	_ io.Closer      = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the workspace directory dir. nil opts =
@@ -179,13 +172,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: %w", err)
 	}
+	if o.MustExist && !holdsWorkspace(abs) {
+		return nil, ErrNoWorkspace
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
-	}
-	if o.MustExist {
-		if fi, err := os.Stat(filepath.Join(abs, dbName)); err != nil || !fi.Mode().IsRegular() {
-			return nil, ErrNoWorkspace
-		}
 	}
 	fsys := o.FS
 	if fsys == nil {

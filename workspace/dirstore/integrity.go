@@ -15,6 +15,23 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
+// The Store's capabilities beyond the driver roles of dirstore.go.
+var (
+	_ driver.IntegrityChecker = (*Store)(nil)
+	_ driver.ReferenceScanner = (*Store)(nil)
+)
+
+// ErrNoWorkspace is wrapped by Open's error when Options.MustExist is set and
+// the directory holds no workspace. It also wraps fs.ErrNotExist.
+var ErrNoWorkspace = fmt.Errorf("no workspace in the directory: %w", fs.ErrNotExist)
+
+// holdsWorkspace reports whether dir holds a workspace: its records
+// database as a regular file.
+func holdsWorkspace(dir string) bool {
+	fi, err := os.Stat(filepath.Join(dir, dbName))
+	return err == nil && fi.Mode().IsRegular()
+}
+
 // SQLite primary result codes that mean the database file itself is
 // damaged (SQLITE_CORRUPT, SQLITE_NOTADB), or that reading or writing it
 // failed (SQLITE_IOERR).
