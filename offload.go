@@ -11,10 +11,30 @@ import (
 )
 
 // Call identifies the tool call a result came from. Both values go into the
-// record only, never into diagnostics, events or notices.
+// record only, never into diagnostics, events or notices. Each is at most
+// artifact.MaxCallFieldLen bytes (see Validate).
 type Call struct {
 	Tool string
 	ID   string
+}
+
+// ErrInvalidCall is wrapped by the error Call.Validate returns, and so by
+// Offload and OffloadReader for a call that could never be recorded.
+var ErrInvalidCall = errors.New("invalid tool call")
+
+// Validate reports whether c can be recorded: its tool name and call id are
+// each at most artifact.MaxCallFieldLen bytes. The error wraps
+// ErrInvalidCall and names the field, never its value. Offload and
+// OffloadReader check it before reading or writing anything, so a call that
+// could not be recorded never leaves a body behind.
+func (c Call) Validate() error {
+	if len(c.Tool) > artifact.MaxCallFieldLen {
+		return fmt.Errorf("%w: tool name longer than %d bytes", ErrInvalidCall, artifact.MaxCallFieldLen)
+	}
+	if len(c.ID) > artifact.MaxCallFieldLen {
+		return fmt.Errorf("%w: call id longer than %d bytes", ErrInvalidCall, artifact.MaxCallFieldLen)
+	}
+	return nil
 }
 
 // OffloaderOptions tune an Offloader. The zero value means defaults.
@@ -124,6 +144,9 @@ func (o *OffloadResult) Text() string {
 func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*OffloadResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
+	}
+	if err := call.Validate(); err != nil {
+		return nil, err // a call that could never be recorded
 	}
 	switch v := result.(type) {
 	case *Segment:

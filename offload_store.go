@@ -114,12 +114,18 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if err := call.Validate(); err != nil {
+		return nil, err
+	}
 	rewind := rewinder(r)
 	// The head grows with what arrives, so a large threshold costs memory
 	// only for results that are actually that large.
 	var head bytes.Buffer
 	n, err := io.CopyN(&head, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
 	switch {
+	case ctx.Err() != nil:
+		// Cancelled while waiting for input: no decision, whatever arrived.
+		return nil, ctx.Err()
 	case err == io.EOF:
 		out := &OffloadResult{content: head.Bytes(), Consumed: n}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
@@ -130,15 +136,17 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if o.binding == nil || o.binding.store == nil {
 		return st.result(ctx, Failed, NoAuthorizedWorkspace)
 	}
-	max := o.policy.maxBytes()
-	if st.read > max {
+	limit := o.policy.maxBytes()
+	if st.read > limit {
 		return st.result(ctx, Failed, ExceedsMaxArtifactSize)
 	}
 	var c classify.Classifier
 	src := &countingReader{r: io.MultiReader(&head, r)}
-	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: max, Observer: &c})
-	st.read = src.n
-	st.size = total
+	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: &c})
+	// The head was consumed from r before the workspace saw a byte, so a
+	// write that failed early has still read at least n bytes.
+	st.read = max(n, src.n)
+	st.size = max(total, st.read)
 	var we *workspace.Error
 	switch {
 	case err == nil:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace"
 )
 
 func TestInlineAtAndBelowThreshold(t *testing.T) {
@@ -129,12 +130,18 @@ func TestNoticeBoundAndToolName(t *testing.T) {
 	if !strings.Contains(out.Notice, `"length": 65536, "max_bytes": 65536`) {
 		t.Fatalf("read window not capped: %q", out.Notice)
 	}
+	for _, ok := range []hybridctx.Policy{{InlineThreshold: 100, MaxArtifactBytes: 100}, {InlineThreshold: hybridctx.DefaultMaxArtifactBytes}} {
+		if err := ok.Validate(); err != nil {
+			t.Errorf("policy %+v refused: %v", ok, err)
+		}
+	}
 	for _, bad := range []string{strings.Repeat("n", 65), "read artifact", "x/y", "é"} {
 		if _, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1, ReadToolName: bad}, nil); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 			t.Errorf("tool name %q accepted", bad)
 		}
 	}
-	for _, p := range []hybridctx.Policy{{}, {InlineThreshold: -1}, {InlineThreshold: 1, MaxArtifactBytes: -1}} {
+	for _, p := range []hybridctx.Policy{{}, {InlineThreshold: -1}, {InlineThreshold: 1, MaxArtifactBytes: -1},
+		{InlineThreshold: 101, MaxArtifactBytes: 100}, {InlineThreshold: hybridctx.DefaultMaxArtifactBytes + 1}} {
 		if _, err := hybridctx.NewOffloader(e.bind, p, nil); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 			t.Errorf("policy %+v accepted", p)
 		}
@@ -306,5 +313,80 @@ func TestLargeReuseWritesNothing(t *testing.T) {
 	expect(t, outB.Outcome(), outB.Reason(), hybridctx.Offloaded, hybridctx.ThresholdExceeded)
 	if after := e.inst.Counts(); after.NewWriters != before.NewWriters {
 		t.Fatal("a new owner's reuse of a stored body wrote it again")
+	}
+}
+
+func TestOverlongCallRefusedBeforeAnyWrite(t *testing.T) {
+	e := newEnv(t, 10)
+	long := strings.Repeat("x", artifact.MaxCallFieldLen+1)
+	big := strings.Repeat("y", 1000)
+	for _, call := range []hybridctx.Call{{Tool: long, ID: "c"}, {Tool: "t", ID: long}} {
+		if _, err := e.off.Offload(e.ctx, call, big); !errors.Is(err, hybridctx.ErrInvalidCall) {
+			t.Fatalf("Offload: %v, want ErrInvalidCall", err)
+		}
+		r := &countReader{r: strings.NewReader(big)}
+		if _, err := e.off.OffloadReader(e.ctx, call, r); !errors.Is(err, hybridctx.ErrInvalidCall) {
+			t.Fatalf("OffloadReader: %v, want ErrInvalidCall", err)
+		}
+		if r.n != 0 {
+			t.Fatalf("OffloadReader read %d bytes of a call it refused", r.n)
+		}
+	}
+	if c := e.inst.Counts(); c.NewWriters+c.Commits+c.GetRecords+c.Stats != 0 {
+		t.Fatalf("a refused call touched the workspace: %+v", c)
+	}
+	if n := len(e.events.all()); n != 0 {
+		t.Fatalf("%d events for refused calls", n)
+	}
+	// Exactly the limit is recorded as it is, and reads back.
+	limit := strings.Repeat("z", artifact.MaxCallFieldLen)
+	out, err := e.off.Offload(e.ctx, hybridctx.Call{Tool: limit, ID: limit}, big)
+	if err != nil || out.Outcome() != hybridctx.Offloaded {
+		t.Fatalf("at the limit: %v, %v", out, err)
+	}
+	rec, err := e.store.GetRecord(e.ctx, ownerA, out.Ref)
+	if err != nil || rec.Tool != limit || rec.CallID != limit {
+		t.Fatalf("record at the limit: %v", err)
+	}
+	// The workspace itself refuses a longer field, whoever writes.
+	rec.Owner, rec.Tool = ownerB, long
+	if _, err := e.store.CreateRecord(e.ctx, rec); !errors.Is(err, workspace.ErrCallFieldTooLong) {
+		t.Fatalf("CreateRecord with a long tool: %v", err)
+	}
+}
+
+type countReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
+}
+
+func TestStreamFailedBeforeWriteReportsBytesRead(t *testing.T) {
+	e := newEnv(t, 100)
+	e.hooks.NewWriter = func(context.Context) error { return errors.New("read-only file system") }
+	in := strings.Repeat("r", 5000)
+	out, err := e.off.OffloadReader(e.ctx, hybridctx.Call{Tool: "t", ID: "c"}, strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	expect(t, out.Outcome(), out.Reason(), hybridctx.Failed, hybridctx.WorkspaceWriteFailed)
+	obs, _ := out.Diagnostics().ObservedBytes()
+	if out.Consumed < 101 || obs < 101 {
+		t.Fatalf("consumed %d, observed %d: at least threshold+1 = 101 bytes were read", out.Consumed, obs)
+	}
+	if strings.Contains(out.Notice, " 0 bytes") {
+		t.Fatalf("notice %q says nothing was read", out.Notice)
+	}
+	ev := e.events.all()
+	if len(ev) != 1 {
+		t.Fatalf("%d events", len(ev))
+	}
+	if in, _, _ := ev[0].Diagnostics.Attribution(); in != obs {
+		t.Fatalf("event input_bytes %d, observed %d", in, obs)
 	}
 }

@@ -25,7 +25,9 @@ var ErrInvalidPolicy = errors.New("invalid offload policy")
 // Policy configures offload decisions.
 type Policy struct {
 	// InlineThreshold is the largest result, in bytes, that stays inline.
-	// It must be > 0.
+	// It must be > 0 and at most the largest stored result (MaxArtifactBytes
+	// or its default), since a result between the two could neither stay
+	// inline nor be stored.
 	InlineThreshold int64
 	// MaxArtifactBytes is the largest result that is stored; a larger one
 	// fails with exceeds_max_artifact_size. Zero means
@@ -44,6 +46,9 @@ func (p Policy) Validate() error {
 	}
 	if p.MaxArtifactBytes < 0 {
 		return fmt.Errorf("%w: max artifact size must be >= 0", ErrInvalidPolicy)
+	}
+	if p.InlineThreshold > p.maxBytes() {
+		return fmt.Errorf("%w: inline threshold %d exceeds the max artifact size %d", ErrInvalidPolicy, p.InlineThreshold, p.maxBytes())
 	}
 	if n := p.ReadToolName; n != "" {
 		if len(n) > MaxReadToolNameLen {

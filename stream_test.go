@@ -2,6 +2,7 @@ package hybridctx_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"io"
 	"strings"
@@ -143,12 +144,16 @@ func (p *pieces) Read(out []byte) (int, error) {
 }
 
 func TestStreamHugeThresholdSmallInput(t *testing.T) {
-	e := newEnv(t, 1<<62)
-	huge, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1<<63 - 1}, nil)
+	e := newEnv(t, 1)
+	large, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1 << 62, MaxArtifactBytes: 1 << 62}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, off := range []*hybridctx.Offloader{e.off, huge} {
+	huge, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1<<63 - 1, MaxArtifactBytes: 1<<63 - 1}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, off := range []*hybridctx.Offloader{large, huge} {
 		out, err := off.OffloadReader(e.ctx, hybridctx.Call{}, strings.NewReader("tiny"))
 		if err != nil || out.Outcome() != hybridctx.Inline || out.Text() != "tiny" {
 			t.Fatalf("huge threshold: %v %v", err, out)
@@ -159,5 +164,34 @@ func TestStreamHugeThresholdSmallInput(t *testing.T) {
 	})
 	if allocs > 20 {
 		t.Fatalf("%v allocations for a tiny stream", allocs)
+	}
+}
+
+// cancelOnRead cancels its context on the first Read, then delivers its
+// bytes and EOF, as input that arrives just after Ctrl-C would.
+type cancelOnRead struct {
+	cancel context.CancelFunc
+	r      io.Reader
+}
+
+func (c *cancelOnRead) Read(p []byte) (int, error) {
+	c.cancel()
+	return c.r.Read(p)
+}
+
+func TestStreamCancelledWhileReadingDecidesNothing(t *testing.T) {
+	e := newEnv(t, 100)
+	for _, n := range []int{5, 5000} {
+		ctx, cancel := context.WithCancel(e.ctx)
+		out, err := e.off.OffloadReader(ctx, hybridctx.Call{Tool: "t", ID: "c"}, &cancelOnRead{cancel: cancel, r: strings.NewReader(strings.Repeat("a", n))})
+		if !errors.Is(err, context.Canceled) || out != nil {
+			t.Fatalf("%d bytes: %v, %v; want no decision", n, out, err)
+		}
+	}
+	if n := len(e.events.all()); n != 0 {
+		t.Fatalf("%d events for cancelled reads", n)
+	}
+	if c := e.inst.Counts(); c.Commits != 0 {
+		t.Fatalf("a cancelled read committed: %+v", c)
 	}
 }

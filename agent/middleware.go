@@ -40,12 +40,17 @@ func (m *Middleware) Offloader() *hybridctx.Offloader { return m.off }
 // and the decision for the host. A *hybridctx.Segment result, such as the
 // read tool's, is inlined whatever its size (recovered_segment_bypass).
 //
-// The error wraps ErrToolFailed when the tool failed (no decision, no
-// event), or is the Offloader's error when no decision could be made (a
+// The error wraps hybridctx.ErrInvalidCall, before the tool runs, for a
+// call that could not be recorded (hybridctx.Call.Validate); it wraps
+// ErrToolFailed when the tool failed (no decision, no event), or is the
+// Offloader's error when no decision could be made (a
 // cancelled context, a result encoding/json cannot encode).
 func (m *Middleware) Call(ctx context.Context, call hybridctx.Call, tool ToolFunc, args json.RawMessage) (*hybridctx.OffloadResult, error) {
 	if tool == nil {
 		return nil, fmt.Errorf("%w: no tool body", ErrToolFailed)
+	}
+	if err := call.Validate(); err != nil {
+		return nil, err
 	}
 	result, err := tool(ctx, args)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/artifact"
 )
 
 func constTool(v any) agent.ToolFunc {
@@ -133,5 +134,19 @@ func TestMiddlewareNoDecision(t *testing.T) {
 	}
 	if _, err := agent.NewMiddleware(nil); !errors.Is(err, agent.ErrNilOffloader) {
 		t.Fatalf("nil offloader: %v", err)
+	}
+}
+
+func TestMiddlewareOverlongCallNotRun(t *testing.T) {
+	e := newEnv(t, 64, 0)
+	ran := false
+	tool := func(context.Context, json.RawMessage) (any, error) { ran = true; return text(5000, 2), nil }
+	long := strings.Repeat("i", artifact.MaxCallFieldLen+1)
+	_, err := e.MW.Call(context.Background(), hybridctx.Call{Tool: "t", ID: long}, tool, nil)
+	if !errors.Is(err, hybridctx.ErrInvalidCall) || ran {
+		t.Fatalf("err %v, ran %v: want ErrInvalidCall before the tool runs", err, ran)
+	}
+	if c := e.Inst.Counts(); c.NewWriters != 0 {
+		t.Fatalf("a refused call wrote: %+v", c)
 	}
 }

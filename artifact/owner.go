@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -17,7 +18,9 @@ const MaxOwnerFieldLen = 256
 
 // Owner is the trusted identity an artifact record is bound to. It is set by
 // the host, never by a model or a tool argument. Every field must be
-// non-blank valid UTF-8 of at most MaxOwnerFieldLen bytes.
+// non-blank valid UTF-8 of at most MaxOwnerFieldLen bytes, without control
+// characters (newlines, tabs, escapes) and without leading or trailing space,
+// so that one identity has one spelling.
 type Owner struct {
 	User     string
 	Workflow string
@@ -53,6 +56,12 @@ func (o Owner) Validate() error {
 		if !utf8.ValidString(f.v) || strings.ContainsRune(f.v, 0) {
 			return fmt.Errorf("%w: %s is not valid text", ErrInvalidOwner, f.name)
 		}
+		if strings.IndexFunc(f.v, unicode.IsControl) >= 0 {
+			return fmt.Errorf("%w: %s contains a control character", ErrInvalidOwner, f.name)
+		}
+		if strings.TrimSpace(f.v) != f.v {
+			return fmt.Errorf("%w: %s has leading or trailing space", ErrInvalidOwner, f.name)
+		}
 	}
 	return nil
 }
@@ -65,6 +74,11 @@ func (o Owner) String() string { return "[owner]" }
 
 // GoString hides the identity from %#v too.
 func (o Owner) GoString() string { return "artifact.Owner{[redacted]}" }
+
+// MaxCallFieldLen bounds a record's tool name and call id, each in bytes. It
+// is the one limit every surface applies to them (the library's call
+// validation, the CLI's flags, the agent and the MCP proxy).
+const MaxCallFieldLen = 1024
 
 // MaxDescriptionLen bounds a record's description, in bytes.
 const MaxDescriptionLen = 500

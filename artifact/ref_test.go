@@ -171,10 +171,20 @@ func TestOwner(t *testing.T) {
 		{User: strings.Repeat("x", artifact.MaxOwnerFieldLen+1), Workflow: "w", Session: "s"},
 		{User: "u", Workflow: "w\xff", Session: "s"},
 		{User: "u", Workflow: "w", Session: "s\x00"},
+		{User: " u", Workflow: "w", Session: "s"},
+		{User: "u", Workflow: "w\t", Session: "s"},
+		{User: "u", Workflow: "w", Session: "s\u00a0"},
+		{User: "u\nroot", Workflow: "w", Session: "s"},
+		{User: "u", Workflow: "a\x1b[31mb", Session: "s"},
+		{User: "u", Workflow: "w", Session: "s\u0085x"},
 	} {
 		if err := o.Validate(); !errors.Is(err, artifact.ErrInvalidOwner) {
 			t.Errorf("Validate accepted a malformed owner: %v", err)
 		}
+	}
+	inner := artifact.Owner{User: "Ada Lovelace", Workflow: "wf/κ 1", Session: "s"}
+	if err := inner.Validate(); err != nil {
+		t.Fatalf("inner spaces and non-ASCII letters are fine: %v", err)
 	}
 	secret := artifact.Owner{User: "SECRET-USER", Workflow: "SECRET-WF", Session: "SECRET-S"}
 	for _, s := range []string{secret.String(), secret.GoString(), secret.LogValue().String()} {

@@ -25,6 +25,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
@@ -40,6 +41,10 @@ import (
 // ErrBadURL is wrapped by errors about workspace URLs that cannot be used.
 var ErrBadURL = errors.New("invalid workspace URL")
 
+// ErrNoWorkspace is wrapped by Open's error when Options.MustExist is set and
+// the directory holds no workspace.
+var ErrNoWorkspace = dirstore.ErrNoWorkspace
+
 // ErrUnavailable is wrapped when a URL names a backend this build lacks.
 var ErrUnavailable = errors.New("workspace backend not available in this build")
 
@@ -53,6 +58,14 @@ type Options struct {
 	// Blob tunes the bodies of s3://; its Locker is set by Open to the
 	// index.
 	Blob *blobstore.Options
+	// Logger receives the log lines of the object store's SDK (s3://);
+	// nil discards them. Nothing is ever written to standard error.
+	Logger *slog.Logger
+	// MustExist opens only a workspace that exists: a directory without
+	// a workspace fails with an error wrapping ErrNoWorkspace instead of
+	// being created. (A database or bucket workspace exists once its
+	// database answers: opening it only adds missing tables.)
+	MustExist bool
 	// UploadMaxAge is the age past which Open removes uploads that a dead
 	// writer left unfinished in a distributed workspace; 0 means 24 hours.
 	UploadMaxAge time.Duration
@@ -73,7 +86,12 @@ func Open(ctx context.Context, u string, opts *Options) (*workspace.Store, error
 		m := memstore.New()
 		return workspace.New(m, m), nil
 	case "dir":
-		d, err := dirstore.Open(ctx, dir, opts.Dir)
+		var do dirstore.Options
+		if opts.Dir != nil {
+			do = *opts.Dir
+		}
+		do.MustExist = do.MustExist || opts.MustExist
+		d, err := dirstore.Open(ctx, dir, &do)
 		if err != nil {
 			return nil, fmt.Errorf("open directory workspace: %w", err)
 		}
@@ -127,7 +145,7 @@ func openS3(ctx context.Context, u string, opts *Options) (*workspace.Store, err
 	if err != nil {
 		return nil, err
 	}
-	bucket, err := blobstore.OpenBucket(ctx, bucketURL)
+	bucket, err := blobstore.OpenBucketWith(ctx, bucketURL, &blobstore.BucketOptions{Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("open s3 workspace: %w", badURL(err))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
@@ -28,6 +29,12 @@ const (
 // ErrGCOptions is wrapped by the error CollectGarbage returns for invalid
 // options.
 var ErrGCOptions = errors.New("invalid garbage collection options")
+
+// ErrDamaged is wrapped by the error CollectGarbage returns, before it
+// deletes anything, when the backend's integrity check
+// (driver.IntegrityChecker) finds its database damaged: a damaged index
+// could hide the records that protect a body. Scrub reports the damage.
+var ErrDamaged = errors.New("the workspace database is damaged")
 
 // GCOptions tune CollectGarbage. nil means the defaults: no record expires,
 // and bodies no record references are deleted once older than DefaultGrace.
@@ -83,6 +90,12 @@ type GCReport struct {
 // carries over to a database-backed workspace with an advisory lock per
 // body.
 //
+// It trusts no damaged index: it first runs the backend's integrity check
+// where there is one (driver.IntegrityChecker) and refuses with ErrDamaged
+// when it finds damage, and before deleting it confirms that the candidates
+// are unreferenced by reading the records themselves where the backend can
+// (driver.ReferenceScanner; otherwise by listing every record).
+//
 // A body's age is its ModTime (the commit time on a directory workspace).
 func (s *Store) CollectGarbage(ctx context.Context, opts *GCOptions) (GCReport, error) {
 	var o GCOptions
@@ -101,6 +114,9 @@ func (s *Store) CollectGarbage(ctx context.Context, opts *GCOptions) (GCReport, 
 	if s.locker == nil {
 		return GCReport{}, wrap("gc", artifact.Ref{}, fmt.Errorf("the backend has no per-body lock: %w", errors.ErrUnsupported))
 	}
+	if err := s.refuseDamaged(ctx); err != nil {
+		return GCReport{}, wrap("gc", artifact.Ref{}, err)
+	}
 	now := o.Clock()
 	rep := GCReport{DryRun: o.DryRun}
 	var recordCutoff time.Time
@@ -118,6 +134,9 @@ func (s *Store) CollectGarbage(ctx context.Context, opts *GCOptions) (GCReport, 
 	}
 	bodyCutoff := now.Add(-o.Grace)
 	candidates, err := s.gcCandidates(ctx, bodyCutoff, recordCutoff, &rep)
+	if err == nil && !o.unlocked {
+		candidates, err = s.unreferencedInTable(ctx, candidates, recordCutoff, &rep)
+	}
 	if err != nil {
 		return rep, wrap("gc", artifact.Ref{}, err)
 	}
@@ -277,4 +296,79 @@ func (s *Store) collectBody(ctx context.Context, ref artifact.Ref, cutoff time.T
 	rep.BodiesDeleted++
 	rep.BytesDeleted += max(info.Size, 0)
 	return nil
+}
+
+// refuseDamaged fails, wrapping ErrDamaged, when a driver's integrity check
+// finds damage.
+func (s *Store) refuseDamaged(ctx context.Context) error {
+	damage, _, err := s.checkIntegrity(ctx)
+	if err != nil {
+		return err
+	}
+	if len(damage) > 0 {
+		return &DamageError{Damage: damage}
+	}
+	return nil
+}
+
+// DamageError is the error CollectGarbage returns when the backend's
+// integrity check found damage; it wraps ErrDamaged.
+type DamageError struct {
+	// Damage is what the check found (categorical, never raw database
+	// text).
+	Damage []driver.Damage
+}
+
+func (e *DamageError) Error() string {
+	parts := make([]string, len(e.Damage))
+	for i, d := range e.Damage {
+		parts[i] = d.Part + ": " + d.Problem
+	}
+	return ErrDamaged.Error() + " (" + strings.Join(parts, "; ") + ")"
+}
+
+// Unwrap returns ErrDamaged.
+func (e *DamageError) Unwrap() error { return ErrDamaged }
+
+// unreferencedInTable keeps the candidates that no record references
+// (records last used before recordCutoff, when it is not zero, do not
+// count), reading every record once rather than trusting the per-body
+// lookups that chose the candidates: those may go through an index. The
+// kept ones are counted in rep as referenced.
+func (s *Store) unreferencedInTable(ctx context.Context, candidates []driver.Info, recordCutoff time.Time, rep *GCReport) ([]driver.Info, error) {
+	if len(candidates) == 0 {
+		return candidates, nil
+	}
+	left := make(map[string]bool, len(candidates))
+	for _, c := range candidates {
+		left[c.Key] = true
+	}
+	drop := func(key string, used time.Time) {
+		if left[key] && (recordCutoff.IsZero() || !used.Before(recordCutoff)) {
+			delete(left, key)
+			rep.BodiesReferenced++
+		}
+	}
+	if sc, ok := s.records.(driver.ReferenceScanner); ok {
+		for ref, err := range sc.ScanReferences(ctx) {
+			if err != nil {
+				return nil, err
+			}
+			drop(ref.Key, ref.LastUsedAt)
+		}
+	} else {
+		for rec, err := range s.ListRecords(ctx, driver.Query{}) {
+			if err != nil {
+				return nil, err
+			}
+			drop(rec.Ref.Hex(), rec.LastUsedAt)
+		}
+	}
+	out := candidates[:0]
+	for _, c := range candidates {
+		if left[c.Key] {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

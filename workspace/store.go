@@ -110,6 +110,9 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	if rec.Size < 0 {
 		return false, wrap("record", rec.Ref, errors.New("negative size"))
 	}
+	if len(rec.Tool) > artifact.MaxCallFieldLen || len(rec.CallID) > artifact.MaxCallFieldLen {
+		return false, wrap("record", rec.Ref, ErrCallFieldTooLong)
+	}
 	rec.Description = artifact.TruncateUTF8(rec.Description, artifact.MaxDescriptionLen)
 	rec.CreatedAt = rec.CreatedAt.UTC()
 	rec.LastUsedAt = rec.LastUsedAt.UTC()
@@ -142,6 +145,10 @@ func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref arti
 	}
 	return wrap("delete record", ref, s.records.DeleteRecord(ctx, owner, ref))
 }
+
+// Query selects records; it is driver.Query, named here so that callers of
+// the Store need not import the driver contract.
+type Query = driver.Query
 
 // ListRecords yields the records q selects, oldest last use first.
 func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artifact.Record, error] {
@@ -200,6 +207,10 @@ func (s *Store) UnsafePermissions(ctx context.Context) ([]string, error) {
 	}
 	return out, nil
 }
+
+// ErrCallFieldTooLong is returned by CreateRecord for a tool name or call id
+// longer than artifact.MaxCallFieldLen.
+var ErrCallFieldTooLong = errors.New("tool name or call id too long")
 
 // ErrInvalidRef is returned for a zero reference given to the Store.
 var ErrInvalidRef = errors.New("zero reference")

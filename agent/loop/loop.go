@@ -201,6 +201,10 @@ func (l *Loop) call(ctx context.Context, threshold int64, c ToolCall) (Message, 
 		m.IsError = true
 		m.Content = bound(toolErrorText(err), errLimit)
 		return m, nil
+	case errors.Is(err, hybridctx.ErrInvalidCall):
+		m.IsError = true
+		m.Content = bound("hybridctx: the tool call was not run: "+err.Error(), errLimit)
+		return m, nil
 	case errors.Is(err, hybridctx.ErrUnserializable):
 		m.IsError = true
 		m.Content = bound("hybridctx: the tool's result could not be encoded as JSON", errLimit)

@@ -12,6 +12,7 @@ import (
 	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/agent/internal/agenttest"
 	"github.com/hybridctx/hybridctx/agent/loop"
+	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/sink"
 )
 
@@ -166,6 +167,7 @@ func TestLoopToolFailures(t *testing.T) {
 		loop.CallTool("fail", nil),
 		loop.CallTool("chan", nil),
 		loop.CallTool("reader", nil),
+		loop.Calls(loop.ToolCall{ID: strings.Repeat("i", artifact.MaxCallFieldLen+1), Name: "fetch", Arguments: fetchArgs(1000, 2)}),
 		loop.Say("done"),
 	)
 	h := newHistory(t, 64)
@@ -186,7 +188,8 @@ func TestLoopToolFailures(t *testing.T) {
 	}
 	wants := []string{"hybridctx: over_budget (budget_exceeded): the range is 1000", "read_artifact: invalid arguments: ",
 		"hybridctx: unknown tool \"nope\"", "tool error: eeee", "hybridctx: the tool's result could not be",
-		"tool error: reading the tool's streamed result failed"}
+		"tool error: reading the tool's streamed result failed",
+		"hybridctx: the tool call was not run: invalid tool call: call id longer than"}
 	if len(errs) != len(wants) {
 		t.Fatalf("errors %q", errs)
 	}

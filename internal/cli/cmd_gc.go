@@ -81,9 +81,14 @@ func (a *app) gc(cmd *cobra.Command, maxAge, grace string, dryRun bool) error {
 	}
 	defer store.Close()
 	rep, err := store.CollectGarbage(ctx, opts)
+	var damaged *workspace.DamageError
 	switch {
 	case errors.Is(err, errors.ErrUnsupported):
-		return internal("cannot collect garbage", errors.New("this workspace has no per-body lock"))
+		return &exitError{code: ExitInternal, err: err, category: &catUnsupported,
+			msg: "cannot collect garbage: this workspace has no per-body lock"}
+	case errors.As(err, &damaged):
+		return &exitError{code: ExitInternal, err: err, category: &catDamaged,
+			msg: "refusing to collect garbage: " + damaged.Error() + "; run hybridctx verify, and restore the database from a backup"}
 	case err != nil:
 		return internal("collecting garbage", err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
-	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace"
 )
 
 const lsLong = `List the owner's own records, least recently used first: reference, size
@@ -81,7 +81,7 @@ func (a *app) ls(cmd *cobra.Command, _ []string) error {
 		tw = tabwriter.NewWriter(a.env.Stdout, 0, 0, 2, ' ', 0)
 		_, _ = tw.Write([]byte(strings.Join(recordKeys, "\t") + "\n"))
 	}
-	for rec, err := range store.ListRecords(ctx, driver.Query{Owner: &owner}) {
+	for rec, err := range store.ListRecords(ctx, workspace.Query{Owner: &owner}) {
 		if err != nil {
 			return internal("listing records", err)
 		}

@@ -95,25 +95,32 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	case o.maxMessage <= 0:
 		return usagef("--max-message must be > 0")
 	}
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
+	if err := policy.Validate(); err != nil {
+		return usagef("--threshold/--max-bytes: %v", err)
+	}
 	owner, err := a.mcpOwner(cmd, args[0])
+	if err != nil {
+		return err
+	}
+	// The events file first: a usage error in --events must not leave a
+	// workspace created behind.
+	rep, finish, abandon, err := a.mcpReporter(cmd)
 	if err != nil {
 		return err
 	}
 	ctx, store, release, err := a.hostSession(cmd, false)
 	if err != nil {
+		abandon()
 		return err
 	}
 	defer release()
-	rep, finish, err := a.mcpReporter(cmd)
-	if err != nil {
-		return err
-	}
 	defer finish()
 	binding, err := hybridctx.NewBinding(owner, store)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}, nil)
+	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)
 	}
@@ -169,20 +176,21 @@ func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, erro
 	return o, nil
 }
 
-// mcpReporter returns the reporter that --events asks for (nil without it)
-// and a function that writes the run summary and releases the file.
-func (a *app) mcpReporter(cmd *cobra.Command) (hybridctx.Reporter, func(), error) {
+// mcpReporter returns the reporter that --events asks for (nil without it),
+// a function that writes the run summary and releases the file, and one that
+// only releases it (for a run that never started).
+func (a *app) mcpReporter(cmd *cobra.Command) (r hybridctx.Reporter, finish, abandon func(), err error) {
 	sum := sink.NewSummary()
-	r, w, release, err := a.eventsReporter(cmd, sum)
-	if err != nil || r == nil {
-		return nil, release, err
+	tr, w, release, err := a.eventsReporter(cmd, sum)
+	if err != nil || tr == nil {
+		return nil, release, release, err
 	}
 	done := func() {
 		writeRunSummary(w, runSummary{Type: "run_summary", Time: time.Now().UTC().Format(hybridctx.TimeLayout),
-			RunID: r.RunID(), AgentID: AgentID, SummaryReport: sum.Report()})
+			RunID: tr.RunID(), AgentID: AgentID, SummaryReport: sum.Report()})
 		release()
 	}
-	return r, done, nil
+	return tr, done, release, nil
 }
 
 // runSummary is the last line of a proxy run's events: the run's

@@ -1,13 +1,16 @@
 package cli
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/artifact"
 )
 
 const offloadLong = `Decide one tool result: keep it inline, or store it in the workspace and
@@ -25,7 +28,7 @@ what the model would see:
 most 64 MiB and at most the largest storable result). --max-bytes N is the
 largest result that is stored (>= 0; 0 = 1 GiB); a larger one fails (exit 8).
 --tool (default "cli") and --call-id (default random) go into the record
-only.
+only; each is at most %d bytes (exit 2 before anything is read).
 
 With --json, standard output gets one object:
   {"outcome", "reason", "reference", "notice", "diagnostics"}
@@ -49,7 +52,7 @@ func (a *app) offloadCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "offload [FILE|-] --threshold N [--max-bytes N] [--tool NAME] [--call-id ID]",
 		Short: "Keep a tool result inline or store it and print its reference notice",
-		Long:  withExitCodes(offloadLong),
+		Long:  withExitCodes(fmt.Sprintf(offloadLong, artifact.MaxCallFieldLen)),
 		Args:  cobra.MaximumNArgs(1),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.offload(cmd, args, o) })
@@ -80,25 +83,25 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 	if o.maxBytes < 0 {
 		return usagef("--max-bytes must be >= 0")
 	}
-	limit := o.maxBytes
-	if limit == 0 {
-		limit = hybridctx.DefaultMaxArtifactBytes
-	}
 	if o.threshold > maxThreshold {
 		return usagef("--threshold must be at most %d bytes (64 MiB)", int64(maxThreshold))
 	}
-	if o.threshold > limit {
-		return usagef("--threshold %d exceeds the largest storable result (%d bytes, --max-bytes)", o.threshold, limit)
-	}
 	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
 	if err := policy.Validate(); err != nil {
-		return usagef("%v", err)
+		return usagef("--threshold/--max-bytes: %v", err)
+	}
+	call := hybridctx.Call{Tool: o.tool, ID: o.callID}
+	if call.ID == "" {
+		call.ID = randomID()
+	}
+	if err := call.Validate(); err != nil {
+		return usagef("--tool/--call-id: %v", err)
 	}
 	owner, err := a.requireOwner(cmd)
 	if err != nil {
 		return err
 	}
-	in, closeIn, err := a.openInput(args)
+	in, closeIn, err := a.openInput(cmd.Context(), args)
 	if err != nil {
 		return err
 	}
@@ -115,10 +118,6 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)
-	}
-	call := hybridctx.Call{Tool: o.tool, ID: o.callID}
-	if call.ID == "" {
-		call.ID = randomID()
 	}
 	out, err := off.OffloadReader(ctx, call, in)
 	switch {
@@ -153,15 +152,31 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 
 // openInput opens the result to offload: FILE, or standard input for "-"
 // and no argument. A file that cannot be opened for reading is a usage error.
-func (a *app) openInput(args []string) (io.Reader, func(), error) {
+// Anything but a regular file (standard input, a pipe, a terminal, a FIFO)
+// is read so that a signal's cancellation of ctx ends a blocked open or read.
+func (a *app) openInput(ctx context.Context, args []string) (io.Reader, func(), error) {
 	if len(args) == 0 || args[0] == "-" {
-		return a.env.Stdin, func() {}, nil
+		if f, ok := a.env.Stdin.(*os.File); ok && isRegular(f) {
+			return f, func() {}, nil
+		}
+		c := newCancelableReader(ctx, a.env.Stdin)
+		return c, c.close, nil
 	}
-	f, err := os.Open(args[0])
+	var f *os.File
+	fi, err := os.Stat(args[0])
+	switch {
+	case err == nil && fi.Mode()&os.ModeNamedPipe != 0:
+		f, err = openFIFO(ctx, args[0])
+		if err != nil && ctx.Err() != nil {
+			return nil, nil, internal("offload", err)
+		}
+	case err == nil:
+		f, err = os.Open(args[0])
+	}
 	if err != nil {
 		return nil, nil, usagef("cannot read the input: %v", err)
 	}
-	fi, err := f.Stat()
+	fi, err = f.Stat()
 	if err == nil && fi.IsDir() {
 		err = errors.New("is a directory")
 	}
@@ -169,5 +184,15 @@ func (a *app) openInput(args []string) (io.Reader, func(), error) {
 		_ = f.Close()
 		return nil, nil, usagef("cannot read the input %s: %v", args[0], err)
 	}
-	return f, func() { _ = f.Close() }, nil
+	if fi.Mode().IsRegular() {
+		return f, func() { _ = f.Close() }, nil
+	}
+	c := newCancelableReader(ctx, f)
+	return c, func() { _ = f.Close(); c.close() }, nil
+}
+
+// isRegular reports whether f is a regular file.
+func isRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }

@@ -20,8 +20,8 @@ released (exit 7). --offset and --length (0 = to the end) select a range,
 clamped to the body like an HTTP range.
 
 Resolved: exactly the verified bytes on standard output, streamed in bounded
-memory. A body that changes while it is copied is exit 1 (the output is then
-incomplete). Any other outcome: nothing on standard output and one
+memory. A body that changes while it is copied is exit 1: every byte may
+already be on standard output, but they must not be trusted. Any other outcome: nothing on standard output and one
 categorical line on standard error.
 
 With --json, standard output always gets one object
@@ -116,7 +116,8 @@ func rehydrateError(err error) error {
 	case errors.Is(err, hybridctx.ErrInvalidRequest):
 		return usagef("%v", err)
 	case errors.Is(err, workspace.ErrChanged):
-		return internal("rehydrate", errors.New("the stored body changed while it was copied; the output is incomplete"))
+		return &exitError{code: ExitInternal, err: err,
+			msg: "rehydrate: the stored body changed while it was read; do not trust the bytes written to standard output"}
 	}
 	return internal("rehydrate", err)
 }

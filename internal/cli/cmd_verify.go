@@ -1,22 +1,25 @@
 package cli
 
 import (
-	"context"
-	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
-	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
 const verifyLong = `Scrub the whole workspace (an operator command: no owner needed).
 
-Every body is re-hashed against its name. verify reports:
+The workspace must exist: verify never creates one. Every body is re-hashed
+against its name, and the records database is checked with the backend's own
+integrity check where it has one (SQLite's integrity_check on a directory
+workspace). verify reports:
+  database            problems of the records database: a damaged file or
+                      index, or a write-ahead log deleted while in use
+                      (restore the database from a backup; stop every
+                      process using the workspace first)
   corrupt             bodies whose bytes do not hash to their reference
   missing             references that some record points at but whose body
                       is absent (each reference once, whatever the owners)
@@ -25,17 +28,23 @@ Every body is re-hashed against its name. verify reports:
                       backends that cannot tell, such as mem://
   orphaned            bodies no record points at: normal, only counted
 --repair deletes corrupt bodies; their records then resolve as missing until
-the same content is offloaded again, which restores them.
+the same content is offloaded again, which restores them. A corrupt body
+that cannot be deleted (a directory planted at its name, say) is listed in
+repair_failed and stays reported as corrupt.
 
-Exit 10 whenever something corrupt, missing or unsafe was found, even if it
-was repaired; else 0. A body that cannot be read at all is exit 1.
+Exit 10 whenever something corrupt, missing or unsafe or a damaged database
+was found, even if it was repaired; else 0. A workspace that does not exist,
+a database that cannot be opened at all (database_damaged), or a body that
+cannot be read at all, is exit 1.
 
 Text output: one line per damaged item, then a summary line. With --json, one
 object in which bodies, orphaned and repaired are counts and the other keys
-are lists (references for corrupt and missing, root-relative paths for
-unsafe_permissions; empty lists, never null):
+are lists (references for corrupt, missing and repair_failed, root-relative
+paths for unsafe_permissions, {"part", "problem"} objects for database;
+empty lists, never null):
   {"bodies": N, "corrupt": [REF...], "missing": [REF...],
-   "unsafe_permissions": [PATH...], "orphaned": N, "repaired": N}
+   "unsafe_permissions": [PATH...], "database": [{"part", "problem"}...],
+   "orphaned": N, "repaired": N, "repair_failed": [REF...]}
 `
 
 func (a *app) verifyCommand() *cobra.Command {
@@ -53,19 +62,21 @@ func (a *app) verifyCommand() *cobra.Command {
 
 // verifyReport is the --json shape of verify.
 type verifyReport struct {
-	Bodies            int      `json:"bodies"`
-	Corrupt           []string `json:"corrupt"`
-	Missing           []string `json:"missing"`
-	UnsafePermissions []string `json:"unsafe_permissions"`
-	Orphaned          int      `json:"orphaned"`
-	Repaired          int      `json:"repaired"`
-
-	permsChecked bool
-	repairedSet  map[string]bool
+	Bodies            int64        `json:"bodies"`
+	Corrupt           []string     `json:"corrupt"`
+	Missing           []string     `json:"missing"`
+	UnsafePermissions []string     `json:"unsafe_permissions"`
+	Database          []damageJSON `json:"database"`
+	Orphaned          int64        `json:"orphaned"`
+	Repaired          int          `json:"repaired"`
+	RepairFailed      []string     `json:"repair_failed"`
+	scrub             *workspace.ScrubReport
 }
 
-func (r *verifyReport) damaged() bool {
-	return len(r.Corrupt)+len(r.Missing)+len(r.UnsafePermissions) > 0
+// damageJSON is one database problem in verify's output.
+type damageJSON struct {
+	Part    string `json:"part"`
+	Problem string `json:"problem"`
 }
 
 func (a *app) verify(cmd *cobra.Command, repair bool) error {
@@ -75,132 +86,53 @@ func (a *app) verify(cmd *cobra.Command, repair bool) error {
 		return err
 	}
 	defer store.Close()
-	rep := &verifyReport{Corrupt: []string{}, Missing: []string{}, UnsafePermissions: []string{},
-		repairedSet: map[string]bool{}}
-	present, err := scanBodies(ctx, store, rep)
+	sr, err := store.Scrub(ctx, &workspace.ScrubOptions{Repair: repair})
 	if err != nil {
-		return err
+		return internal("verifying the workspace", err)
 	}
-	referenced := make(map[artifact.Ref]bool)
-	for rec, err := range store.ListRecords(ctx, driver.Query{}) {
-		if err != nil {
-			return internal("listing records", err)
-		}
-		if referenced[rec.Ref] {
-			continue
-		}
-		referenced[rec.Ref] = true
-		if present[rec.Ref] {
-			continue
-		}
-		// Not seen by the scan: absent, or committed since. Ask again.
-		_, err := store.StatBody(ctx, rec.Ref)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			rep.Missing = append(rep.Missing, rec.Ref.String())
-		case err != nil:
-			return internal("checking a body", err)
-		}
+	rep := &verifyReport{
+		Bodies: sr.Bodies, Corrupt: refStrings(sr.Corrupt), Missing: refStrings(sr.Missing),
+		UnsafePermissions: sr.UnsafePermissions, Database: []damageJSON{}, Orphaned: sr.Orphaned,
+		Repaired: len(sr.Repaired), RepairFailed: refStrings(sr.RepairFailed), scrub: sr,
 	}
-	for ref := range present {
-		if !referenced[ref] {
-			rep.Orphaned++
-		}
-	}
-	perms, err := store.UnsafePermissions(ctx)
-	switch {
-	case errors.Is(err, errors.ErrUnsupported):
-	case err != nil:
-		return internal("checking permissions", err)
-	default:
-		rep.permsChecked = true
-		rep.UnsafePermissions = append(rep.UnsafePermissions, perms...)
-	}
-	if repair {
-		for _, s := range rep.Corrupt {
-			ref, _ := artifact.ParseRef(s)
-			ok, err := repairBody(ctx, store, ref)
-			if err != nil {
-				return internal("repairing a body", err)
-			}
-			if ok {
-				rep.Repaired++
-				rep.repairedSet[s] = true
-			}
-		}
+	for _, d := range sr.Database {
+		rep.Database = append(rep.Database, damageJSON{Part: d.Part, Problem: d.Problem})
 	}
 	if err := a.printVerify(rep); err != nil {
 		return err
 	}
-	if rep.damaged() {
+	if sr.Damaged() {
 		return &exitError{code: ExitDamage}
 	}
 	return nil
 }
 
-// scanBodies re-hashes every body, counting them in rep and listing the
-// corrupt ones; it returns the set of bodies seen.
-func scanBodies(ctx context.Context, store *workspace.Store, rep *verifyReport) (map[artifact.Ref]bool, error) {
-	present := make(map[artifact.Ref]bool)
-	for info, err := range store.ListBodies(ctx) {
-		if err != nil {
-			return nil, internal("listing bodies", err)
-		}
-		ref, err := artifact.ParseDigest(info.Key)
-		if err != nil {
-			continue // not a body name
-		}
-		err = store.VerifyBody(ctx, ref, -1)
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			continue // deleted since it was listed
-		case errors.Is(err, workspace.ErrCorrupt):
-			rep.Corrupt = append(rep.Corrupt, ref.String())
-		case err != nil:
-			return nil, internal("verifying a body", err)
-		}
-		rep.Bodies++
-		present[ref] = true
+// refStrings returns the references as strings (an empty list, never nil).
+func refStrings(refs []artifact.Ref) []string {
+	out := make([]string, 0, len(refs))
+	for _, r := range refs {
+		out = append(out, r.String())
 	}
-	return present, nil
-}
-
-// repairBody deletes the corrupt body of ref, under the backend's per-body
-// lock when it has one and only if it is still corrupt then, so that a body
-// a concurrent offload just repaired is kept. It reports whether it deleted.
-func repairBody(ctx context.Context, store *workspace.Store, ref artifact.Ref) (bool, error) {
-	if l, ok := store.Bodies().(driver.Locker); ok {
-		unlock, err := l.Lock(ctx, ref.Hex())
-		if err != nil {
-			return false, err
-		}
-		defer func() { _ = unlock() }()
-	}
-	err := store.VerifyBody(ctx, ref, -1)
-	switch {
-	case err == nil, errors.Is(err, fs.ErrNotExist):
-		return false, nil
-	case !errors.Is(err, workspace.ErrCorrupt):
-		return false, err
-	}
-	if err := store.DeleteBody(ctx, ref); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return false, err
-	}
-	return true, nil
+	return out
 }
 
 func (a *app) printVerify(rep *verifyReport) error {
 	if a.json {
 		return a.writeJSON(rep)
 	}
+	repaired := make(map[artifact.Ref]string)
+	for _, r := range rep.scrub.Repaired {
+		repaired[r] = " (deleted)"
+	}
+	for _, r := range rep.scrub.RepairFailed {
+		repaired[r] = " (could not be deleted)"
+	}
 	var b strings.Builder
-	for _, s := range rep.Corrupt {
-		b.WriteString("corrupt ")
-		b.WriteString(s)
-		if rep.repairedSet[s] {
-			b.WriteString(" (deleted)")
-		}
-		b.WriteByte('\n')
+	for _, d := range rep.Database {
+		b.WriteString("database " + printable(d.Part) + ": " + d.Problem + "\n")
+	}
+	for _, r := range rep.scrub.Corrupt {
+		b.WriteString("corrupt " + r.String() + repaired[r] + "\n")
 	}
 	for _, s := range rep.Missing {
 		b.WriteString("missing " + s + "\n")
@@ -210,8 +142,17 @@ func (a *app) printVerify(rep *verifyReport) error {
 	}
 	fmt.Fprintf(&b, "%d bodies: %d corrupt, %d missing, %d unsafe permissions, %d orphaned; %d repaired",
 		rep.Bodies, len(rep.Corrupt), len(rep.Missing), len(rep.UnsafePermissions), rep.Orphaned, rep.Repaired)
-	if !rep.permsChecked {
+	if n := len(rep.RepairFailed); n > 0 {
+		fmt.Fprintf(&b, ", %d could not be deleted", n)
+	}
+	if n := len(rep.Database); n > 0 {
+		fmt.Fprintf(&b, "; the database is damaged (%d problems)", n)
+	}
+	if !rep.scrub.PermissionsChecked {
 		b.WriteString(" (permissions not checked: the backend cannot tell)")
+	}
+	if !rep.scrub.DatabaseChecked {
+		b.WriteString(" (database not checked: the backend has no check here)")
 	}
 	b.WriteByte('\n')
 	return a.write([]byte(b.String()))

@@ -23,6 +23,9 @@ const (
 	ExitFailed           = 8  // failed
 	ExitRecoveryRequired = 9  // recovery_required
 	ExitDamage           = 10 // verify found damage
+
+	ExitInterrupted = 130 // SIGINT (128+2): nothing decided, nothing left half-written
+	ExitTerminated  = 143 // SIGTERM (128+15): the same
 )
 
 // exitTable is the single source of the exit-code documentation.
@@ -41,6 +44,8 @@ var exitTable = []struct {
 	{ExitFailed, "failed: the result was not stored (too large, storage failure)"},
 	{ExitRecoveryRequired, "recovery_required: stored but not registered; retry the content"},
 	{ExitDamage, "verify found corrupt or missing bodies or unsafe permissions,\neven if repaired"},
+	{ExitInterrupted, "interrupted by SIGINT (Ctrl-C): nothing was decided or reported,\nand nothing is left half-written"},
+	{ExitTerminated, "terminated by SIGTERM: the same"},
 }
 
 // exitCodesHelp renders exitTable for the commands' long help.
@@ -83,6 +88,9 @@ type exitError struct {
 	code int
 	msg  string
 	err  error
+	// category classifies exit-1 and exit-2 errors for --json; nil means
+	// the usage category for exit 2 and the category of err for exit 1.
+	category *errorCategory
 }
 
 func (e *exitError) Error() string {
@@ -104,7 +112,7 @@ func internal(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return &exitError{code: ExitInternal, msg: "interrupted", err: err}
 	}
-	return &exitError{code: ExitInternal, msg: what + ": " + err.Error(), err: err}
+	return &exitError{code: ExitInternal, msg: what + ": " + errorCategoryOf(err).text, err: err}
 }
 
 // outcomeExit ends a command with the exit code of o; msg, when not empty,

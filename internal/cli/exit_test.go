@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,8 +53,8 @@ func TestOutcomeExitCodeTable(t *testing.T) {
 			t.Errorf("exitCode(%v) = %d, want %d", e.err, got, e.code)
 		}
 	}
-	if _, msg := exitCode(internal("x", errors.Join(errors.New("a"), errors.New("b")))); oneLine(msg) != "x: a b" {
-		t.Errorf("message %q not folded onto one line", oneLine(msg))
+	if _, msg := exitCode(internal("x", errors.Join(errors.New("a\nsecret"), errors.New("b")))); msg != "x: storage error" {
+		t.Errorf("message %q: want the category, never the raw text", msg)
 	}
 }
 
@@ -62,8 +63,7 @@ func TestOutcomeExitCodeTable(t *testing.T) {
 // record cannot be committed (record_commit_failed). Retrying after the
 // trigger is gone registers it without writing the body again.
 func TestRecoveryRequired(t *testing.T) {
-	ws := newWorkspace(t)
-	wantCode(t, run(t, host(ws, "ls")...), ExitOK) // creates the workspace
+	ws := existingWorkspace(t)
 	db, err := sql.Open("sqlite", filepath.Join(ws, "records.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -98,22 +98,28 @@ func TestRecoveryRequired(t *testing.T) {
 func TestUsageErrors(t *testing.T) {
 	ws := newWorkspace(t)
 	cases := map[string][]string{
-		"unknown command":       {"bogus"},
-		"unknown flag":          {"ls", "--nope"},
-		"ls with an argument":   {"ls", "extra"},
-		"threshold missing":     {"offload"},
-		"threshold zero":        {"offload", "--threshold", "0"},
-		"threshold not numeric": {"offload", "--threshold", "10k"},
-		"threshold over max":    {"offload", "--threshold", "100", "--max-bytes", "50"},
-		"threshold over 64 MiB": {"offload", "--threshold", "67108865", "--max-bytes", "200000000000"},
-		"threshold huge":        {"offload", "--threshold", "9223372036854775807", "--max-bytes", "9223372036854775807"},
-		"max-bytes negative":    {"offload", "--threshold", "10", "--max-bytes=-1"},
-		"two inputs":            {"offload", "a", "b", "--threshold", "10"},
-		"stat without ref":      {"stat"},
-		"verify argument":       {"verify", "x"},
-		"flag without value":    {"offload", "--threshold"},
-		"empty workspace":       {"ls", "--workspace="},
-		"unknown scheme":        {"ls", "--workspace", "ftp://x"},
+		"unknown command":        {"bogus"},
+		"unknown flag":           {"ls", "--nope"},
+		"ls with an argument":    {"ls", "extra"},
+		"threshold missing":      {"offload"},
+		"threshold zero":         {"offload", "--threshold", "0"},
+		"threshold not numeric":  {"offload", "--threshold", "10k"},
+		"threshold over max":     {"offload", "--threshold", "100", "--max-bytes", "50"},
+		"threshold over 64 MiB":  {"offload", "--threshold", "67108865", "--max-bytes", "200000000000"},
+		"threshold huge":         {"offload", "--threshold", "9223372036854775807", "--max-bytes", "9223372036854775807"},
+		"max-bytes negative":     {"offload", "--threshold", "10", "--max-bytes=-1"},
+		"two inputs":             {"offload", "a", "b", "--threshold", "10"},
+		"stat without ref":       {"stat"},
+		"verify argument":        {"verify", "x"},
+		"flag without value":     {"offload", "--threshold"},
+		"empty workspace":        {"ls", "--workspace="},
+		"unknown scheme":         {"ls", "--workspace", "ftp://x"},
+		"mcp threshold over max": {"mcp", "--threshold", "100", "--max-bytes", "50", "--", "true"},
+		"gc max-age short":       {"gc", "--max-age", "1m"},
+		"rehydrate no budget":    {"rehydrate", "artifact://sha256/x"},
+		"offload events dir":     {"offload", "--threshold", "10", "--events", "/nonexistent/dir/events.jsonl"},
+		"mcp events dir":         {"mcp", "--events", "/nonexistent/dir/events.jsonl", "--", "true"},
+		"demo events dir":        {"demo", "--events", "/nonexistent/dir/events.jsonl"},
 	}
 	for name, args := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -125,6 +131,9 @@ func TestUsageErrors(t *testing.T) {
 				t.Error("input read")
 			}
 		})
+	}
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Errorf("a usage error created the workspace (stat err %v)", err)
 	}
 }
 

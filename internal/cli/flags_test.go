@@ -58,7 +58,7 @@ func TestEnvAndFlagPrecedence(t *testing.T) {
 		t.Fatalf("flag owner sees the env owner's records: %q", flagged.stdout)
 	}
 	// --workspace wins over HYBRIDCTX_WORKSPACE.
-	other := newWorkspace(t)
+	other := existingWorkspace(t)
 	r = invocation{env: env}.run(t, "ls", "--workspace", other)
 	wantCode(t, r, ExitOK)
 	if strings.Count(r.stdout, "\n") != 1 { // header only
@@ -214,4 +214,41 @@ func TestWorkspaceURLs(t *testing.T) {
 	r = run(t, host("postgres://db/x", "ls")...)
 	wantCode(t, r, ExitInternal)
 	wantOneErrorLine(t, r, "not available")
+}
+
+func TestMalformedOwnerIsUsageErrorEverywhere(t *testing.T) {
+	ws := newWorkspace(t)
+	ref := artifact.RefOf([]byte("x")).String()
+	owners := []struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		{nil, []string{"--user", " ada", "--workflow", "w", "--session", "s"}, "user has leading or trailing space"},
+		{nil, []string{"--user", "ada", "--workflow", "w\n", "--session", "s"}, "workflow contains a control character"},
+		{map[string]string{EnvUser: "ada", EnvWorkflow: "w", EnvSession: "s\x1b[2J"}, nil, "session contains a control character"},
+		{map[string]string{EnvUser: "ada ", EnvWorkflow: "w", EnvSession: "s"}, nil, "user has leading or trailing space"},
+	}
+	commands := [][]string{
+		{"offload", "--threshold", "1"},
+		{"rehydrate", ref, "--budget", "1"},
+		{"ls"},
+		{"stat", ref},
+		{"mcp", "--", "true"},
+	}
+	for _, o := range owners {
+		for _, c := range commands {
+			spy := &spyReader{}
+			args := append(append([]string{"--workspace", ws}, o.args...), c...)
+			r := invocation{env: o.env, stdin: spy}.run(t, args...)
+			wantCode(t, r, ExitUsage)
+			wantOneErrorLine(t, r, o.want)
+			if spy.read {
+				t.Errorf("%v: the input was read", c)
+			}
+		}
+	}
+	if _, err := os.Stat(ws); !os.IsNotExist(err) {
+		t.Errorf("workspace opened with a malformed owner (stat err %v)", err)
+	}
 }

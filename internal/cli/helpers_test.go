@@ -73,6 +73,16 @@ func newWorkspace(t *testing.T) string {
 	return filepath.Join(t.TempDir(), "ws")
 }
 
+// existingWorkspace returns a directory workspace that exists and is empty:
+// only the commands that write create one.
+func existingWorkspace(t *testing.T) string {
+	t.Helper()
+	ws := newWorkspace(t)
+	r := withInput(t, []byte("x"), host(ws, "offload", "--threshold", "16")...)
+	wantCode(t, r, ExitOK)
+	return ws
+}
+
 // randomBytes returns n reproducible pseudo-random bytes.
 func randomBytes(n int, seed uint64) []byte {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))

@@ -232,3 +232,20 @@ func observedInNotice(t *testing.T, notice string) int {
 	}
 	return n
 }
+
+func TestOffloadOverlongToolOrCallIDIsUsageError(t *testing.T) {
+	ws := newWorkspace(t)
+	long := strings.Repeat("t", artifact.MaxCallFieldLen+1)
+	for _, flag := range []string{"--tool", "--call-id"} {
+		spy := &spyReader{}
+		r := invocation{stdin: spy}.run(t, host(ws, "offload", "--threshold", "4", flag, long)...)
+		wantCode(t, r, ExitUsage)
+		wantOneErrorLine(t, r, "longer than")
+		if spy.read {
+			t.Errorf("%s: the input was read", flag)
+		}
+	}
+	// The exact limit stores and records.
+	limit := strings.Repeat("c", artifact.MaxCallFieldLen)
+	offloadRef(t, ws, randomBytes(100, 9), "--tool", limit, "--call-id", limit)
+}

@@ -13,7 +13,7 @@ import (
 var recordFields = []string{"reference", "size", "kind", "created_at", "last_used_at", "tool", "call_id"}
 
 func TestLs(t *testing.T) {
-	ws := newWorkspace(t)
+	ws := existingWorkspace(t)
 	empty := run(t, host(ws, "ls")...)
 	wantCode(t, empty, ExitOK)
 	if got := strings.Fields(empty.stdout); strings.Join(got, " ") != strings.Join(recordFields, " ") {

@@ -2,10 +2,12 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/hybridctx/hybridctx/artifact"
@@ -66,7 +68,7 @@ func TestRehydrateOverBudget(t *testing.T) {
 }
 
 func TestRehydrateMalformedReference(t *testing.T) {
-	ws := newWorkspace(t)
+	ws := existingWorkspace(t)
 	events := filepath.Join(t.TempDir(), "events.jsonl")
 	for _, bad := range []string{"nope", "ARTIFACT://sha256/00", artifact.Prefix + "ABCDEF"} {
 		r := run(t, host(ws, "--events", events, "rehydrate", bad, "--budget", "10")...)
@@ -166,5 +168,54 @@ func TestRehydrateUsageErrors(t *testing.T) {
 			wantCode(t, r, ExitUsage)
 			wantOneErrorLine(t, r)
 		})
+	}
+}
+
+// tamperOnWrite rewrites one byte of a body file in place on the first
+// write it receives, so the body changes while the copy is under way.
+type tamperOnWrite struct {
+	bytes.Buffer
+	t    *testing.T
+	path string
+	done bool
+}
+
+func (w *tamperOnWrite) Write(p []byte) (int, error) {
+	if !w.done {
+		w.done = true
+		if err := os.Chmod(w.path, 0o600); err != nil {
+			w.t.Error(err)
+		}
+		f, err := os.OpenFile(w.path, os.O_WRONLY, 0)
+		if err != nil {
+			w.t.Error(err)
+		} else {
+			if _, err := f.WriteAt([]byte{'!'}, 0); err != nil {
+				w.t.Error(err)
+			}
+			_ = f.Close()
+		}
+	}
+	return w.Buffer.Write(p)
+}
+
+func TestRehydrateBodyChangedDuringCopySaysSo(t *testing.T) {
+	ws := newWorkspace(t)
+	in := randomBytes(300000, 11)
+	ref := offloadRef(t, ws, in)
+	out := &tamperOnWrite{t: t, path: bodyPath(ws, ref)}
+	var errb bytes.Buffer
+	code := Main(context.Background(), host(ws, "rehydrate", ref.String(), "--budget", "300000"),
+		Env{Stdout: out, Stderr: &errb})
+	if code != ExitInternal {
+		t.Fatalf("exit %d, want %d; stderr %q", code, ExitInternal, errb.String())
+	}
+	msg := errb.String()
+	if !strings.Contains(msg, "changed while it was read") || !strings.Contains(msg, "do not trust") ||
+		strings.Contains(msg, "incomplete") {
+		t.Fatalf("stderr %q: want it to say the body changed and the output must not be trusted", msg)
+	}
+	if out.Len() == 0 {
+		t.Fatal("nothing was written before the change was detected")
 	}
 }

@@ -83,9 +83,16 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	a := &app{env: env}
 	root := a.rootCommand()
 	root.SetArgs(args)
-	code, msg := exitCode(root.ExecuteContext(ctx))
+	err := root.ExecuteContext(ctx)
+	code, msg := exitCode(err)
+	if c, m, ok := signalExit(ctx, code); ok {
+		code, msg, err = c, m, &exitError{code: c, msg: m, category: &catInterrupted}
+	}
 	if msg != "" {
 		fmt.Fprintln(env.Stderr, "hybridctx: "+oneLine(msg))
+		if a.json && (code == ExitInternal || code == ExitUsage || code == ExitInterrupted || code == ExitTerminated) {
+			a.writeErrorJSON(err, code, msg)
+		}
 	}
 	return code
 }
@@ -122,14 +129,20 @@ Global flags may stand anywhere before "--", as --flag value or --flag=value:
                         process)
   --events FILE|-       append progress events as JSON Lines to FILE (created
                         0600), or write them to standard error with "-"
-  --json                machine-readable output on standard output
+  --json                machine-readable output on standard output; an
+                        error of exit 1 or 2 then also prints
+                        {"error": {"code", "message"}} there (codes below)
+
+Error lines name the cause by category, never with raw storage or system
+text. Only offload, mcp, demo and bench create a missing workspace; the other
+commands say "no workspace at PATH" (exit 1).
 `
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hybridctx",
 		Short:         "Offload large tool results to a workspace and rehydrate them on request",
-		Long:          rootLong + "\n" + exitCodesHelp(),
+		Long:          rootLong + "\n" + errorCodesHelp() + "\n" + exitCodesHelp(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -199,19 +212,29 @@ func (a *app) requireOwner(cmd *cobra.Command) (artifact.Owner, error) {
 	return o, nil
 }
 
+// workspaceCreators are the commands that write, and so may create the
+// workspace they are given; every other command needs an existing one.
+var workspaceCreators = map[string]bool{"offload": true, "mcp": true, "demo": true, "bench": true}
+
 // openWorkspace opens the workspace named by --workspace, the environment or
-// the default. A malformed URL is a usage error; any other failure is exit 1.
+// the default; only the commands of workspaceCreators create a missing one.
+// A malformed URL is a usage error; any other failure, including a missing
+// workspace, is exit 1.
 func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace.Store, error) {
 	u := a.setting(cmd, "workspace", a.workspace, EnvWorkspace)
 	if !cmd.Flags().Changed("workspace") && u == "" {
 		u = DefaultWorkspace
 	}
-	s, err := backend.Open(ctx, u, nil)
+	s, err := backend.Open(ctx, u, &backend.Options{MustExist: !workspaceCreators[cmd.Name()]})
 	switch {
 	case err == nil:
 		return s, nil
 	case errors.Is(err, backend.ErrBadURL):
 		return nil, usagef("--workspace: %v", err)
+	case errors.Is(err, backend.ErrNoWorkspace):
+		_, dir, _ := backend.Parse(u)
+		return nil, &exitError{code: ExitInternal, err: err, category: &catNoWorkspace,
+			msg: "no workspace at " + printable(dir) + " (offload creates one)"}
 	}
 	return nil, internal("cannot open the workspace", err)
 }
@@ -267,17 +290,19 @@ func (a *app) runIDOrRandom() string {
 // a host command. release closes both.
 func (a *app) hostSession(cmd *cobra.Command, events bool) (ctx context.Context, store *workspace.Store, release func(), err error) {
 	ctx = cmd.Context()
-	store, err = a.openWorkspace(ctx, cmd)
-	if err != nil {
-		return nil, nil, nil, err
-	}
+	// The events file first: a usage error in --events must not leave a
+	// workspace created behind.
 	done := func() {}
 	if events {
 		ctx, done, err = a.withReporter(ctx, cmd)
 		if err != nil {
-			_ = store.Close()
 			return nil, nil, nil, err
 		}
+	}
+	store, err = a.openWorkspace(ctx, cmd)
+	if err != nil {
+		done()
+		return nil, nil, nil, err
 	}
 	return ctx, store, func() { done(); _ = store.Close() }, nil
 }

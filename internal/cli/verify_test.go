@@ -19,8 +19,8 @@ func verifyJSON(t *testing.T, ws string, extra ...string) (int, verifyReport) {
 		t.Fatalf("verify stderr %q", r.stderr)
 	}
 	m := decodeObject(t, r.stdout)
-	wantKeys(t, m, "bodies", "corrupt", "missing", "unsafe_permissions", "orphaned", "repaired")
-	for _, k := range []string{"corrupt", "missing", "unsafe_permissions"} {
+	wantKeys(t, m, "bodies", "corrupt", "missing", "unsafe_permissions", "database", "orphaned", "repaired", "repair_failed")
+	for _, k := range []string{"corrupt", "missing", "unsafe_permissions", "database", "repair_failed"} {
 		if string(m[k]) == "null" {
 			t.Errorf("%s is null, want a list", k)
 		}
@@ -162,11 +162,47 @@ func TestVerifyRepairThenRestore(t *testing.T) {
 func TestVerifyMem(t *testing.T) {
 	r := run(t, "verify", "--workspace", "mem://")
 	wantCode(t, r, ExitOK)
-	if !strings.Contains(r.stdout, "0 bodies") || !strings.Contains(r.stdout, "permissions not checked") {
+	if !strings.Contains(r.stdout, "0 bodies") || !strings.Contains(r.stdout, "permissions not checked") ||
+		!strings.Contains(r.stdout, "database not checked") {
 		t.Fatalf("stdout %q", r.stdout)
 	}
 	code, rep := verifyJSON(t, "mem://")
 	if code != ExitOK || len(rep.UnsafePermissions) != 0 {
 		t.Fatalf("exit %d report %+v", code, rep)
+	}
+}
+
+// TestVerifyRepairOfADirectoryAtABodyName plants a non-empty directory where
+// a body should be: verify --repair reports it like any other damage (exit
+// 10, the JSON summary, repair_failed) instead of stopping with exit 1 and
+// raw OS text, and still repairs the other corrupt body.
+func TestVerifyRepairOfADirectoryAtABodyName(t *testing.T) {
+	ws := newWorkspace(t)
+	planted := offloadRef(t, ws, randomBytes(3000, 17))
+	other := offloadRef(t, ws, randomBytes(3000, 18))
+	if err := os.Chmod(bodyPath(ws, planted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(bodyPath(ws, planted)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(bodyPath(ws, planted), "inside"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tamper(t, bodyPath(ws, other), bytes.Repeat([]byte("!"), 10))
+
+	code, rep := verifyJSON(t, ws, "--repair")
+	if code != ExitDamage || len(rep.Corrupt) != 2 || rep.Repaired != 1 ||
+		strings.Join(rep.RepairFailed, ",") != planted.String() {
+		t.Fatalf("exit %d, report %+v", code, rep)
+	}
+	if _, err := os.Stat(bodyPath(ws, other)); !os.IsNotExist(err) {
+		t.Fatalf("the other corrupt body was not deleted (stat err %v)", err)
+	}
+	r := run(t, "verify", "--repair", "--workspace", ws)
+	wantCode(t, r, ExitDamage)
+	if r.stderr != "" || !strings.Contains(r.stdout, "corrupt "+planted.String()+" (could not be deleted)\n") ||
+		!strings.Contains(r.stdout, "1 could not be deleted") || strings.Contains(r.stdout, ws) {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 }

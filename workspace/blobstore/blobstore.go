@@ -61,7 +61,6 @@ import (
 
 	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
-	_ "gocloud.dev/blob/s3blob" // s3:// URLs
 	"gocloud.dev/gcerrors"
 
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -132,7 +131,20 @@ type Store struct {
 // AWS_SECRET_ACCESS_KEY) and checks that it exists and answers with these
 // credentials. Errors wrap ErrInvalidURL or ErrUnavailable and name the
 // bucket and endpoint only.
+//
+// The AWS SDK's own log lines are discarded; OpenBucketWith routes them to
+// a logger instead.
 func OpenBucket(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
+	return OpenBucketWith(ctx, bucketURL, nil)
+}
+
+// OpenBucketWith is OpenBucket with options (nil = defaults): on s3://, the
+// AWS SDK's log lines go to opts.Logger, never to standard error.
+func OpenBucketWith(ctx context.Context, bucketURL string, opts *BucketOptions) (*blob.Bucket, error) {
+	var o BucketOptions
+	if opts != nil {
+		o = *opts
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -152,7 +164,12 @@ func OpenBucket(ctx context.Context, bucketURL string) (*blob.Bucket, error) {
 			bucketURL = u.String()
 		}
 	}
-	b, err := blob.OpenBucket(ctx, bucketURL)
+	var b *blob.Bucket
+	if u.Scheme == "s3" {
+		b, err = openS3(ctx, u, o.Logger)
+	} else {
+		b, err = blob.OpenBucket(ctx, bucketURL)
+	}
 	if err != nil {
 		if !blob.DefaultURLMux().ValidBucketScheme(u.Scheme) {
 			return nil, fmt.Errorf("%w: %s: no %s:// driver in this build", ErrInvalidURL, name, u.Scheme)
@@ -214,7 +231,10 @@ func accessProblem(err error) string {
 var urlText = regexp.MustCompile(`"?[A-Za-z][A-Za-z0-9+.-]*://[^\s"]*[^\s":]"?`)
 
 // oneLine is err's message on one line.
-func oneLine(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+func oneLine(err error) string { return oneLineText(err.Error()) }
+
+// oneLineText is s on one line.
+func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // New returns a Store over bucket, which it takes over (Close closes it).
 // It does no I/O.

@@ -1,8 +1,10 @@
 // Package dirstore is the embedded default workspace backend: bodies are
 // plain files in a directory and records live in a SQLite database next to
 // them. One *Store implements driver.Bodies, driver.Records, driver.Locker,
-// driver.Checker, io.Closer and the workspace's record-expiry capability
-// (ExpireRecords), and several processes (the CLI and MCP proxies) may share
+// driver.Checker, driver.IntegrityChecker (SQLite's integrity_check, and a
+// write-ahead log deleted under a running process), driver.ReferenceScanner,
+// io.Closer and the workspace's record-expiry capability (ExpireRecords),
+// and several processes (the CLI and MCP proxies) may share
 // one directory at the same time.
 //
 // # Layout
@@ -107,6 +109,10 @@ const defaultBusyTimeout = 10 * time.Second
 
 // Options tune Open. The zero value and nil mean the defaults.
 type Options struct {
+	// MustExist makes Open fail, with an error wrapping ErrNoWorkspace,
+	// unless dir already holds a workspace (its records database), instead
+	// of creating one: for commands that only read or check.
+	MustExist bool
 	// BusyTimeout for SQLite; zero means 10s.
 	BusyTimeout time.Duration
 	// Clock gives the commit time stamped on bodies; nil means time.Now.
@@ -166,6 +172,9 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dirstore: %w", err)
 	}
+	if o.MustExist && !holdsWorkspace(abs) {
+		return nil, ErrNoWorkspace
+	}
 	if o.Clock == nil {
 		o.Clock = time.Now
 	}
@@ -194,7 +203,7 @@ func (s *Store) init(ctx context.Context, o Options) error {
 	}
 	rec, err := openRecords(ctx, filepath.Join(s.dir, dbName), o.BusyTimeout)
 	if err != nil {
-		return err
+		return s.explainIOError(err)
 	}
 	s.rec = rec
 	return nil

@@ -204,11 +204,11 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 		`INSERT INTO records (`+recordCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT DO NOTHING`, r.args()...)
 	if err != nil {
-		return false, fmt.Errorf("dirstore: create record: %w", err)
+		return false, s.dbErr("create record", err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return false, fmt.Errorf("dirstore: create record: %w", err)
+		return false, s.dbErr("create record", err)
 	}
 	return n == 1, nil
 }
@@ -227,7 +227,7 @@ func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifac
 		return artifact.Record{}, errNoRecord
 	}
 	if err != nil {
-		return artifact.Record{}, fmt.Errorf("dirstore: get record: %w", err)
+		return artifact.Record{}, s.dbErr("get record", err)
 	}
 	return rec, nil
 }
@@ -241,7 +241,7 @@ func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artif
 		return err
 	}
 	args := append([]any{nanos(at)}, ownerArgs(owner, ref)...)
-	return s.rec.execOne(ctx, "touch record", `UPDATE records SET last_used_at = ?`+whereKey, args...)
+	return s.explainIOError(s.rec.execOne(ctx, "touch record", `UPDATE records SET last_used_at = ?`+whereKey, args...))
 }
 
 // DeleteRecord removes the record for (owner, ref).
@@ -252,7 +252,7 @@ func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref arti
 	if err := checkRef(ref); err != nil {
 		return err
 	}
-	return s.rec.execOne(ctx, "delete record", `DELETE FROM records`+whereKey, ownerArgs(owner, ref)...)
+	return s.explainIOError(s.rec.execOne(ctx, "delete record", `DELETE FROM records`+whereKey, ownerArgs(owner, ref)...))
 }
 
 // execOne runs a statement that must affect exactly one row; none means the
@@ -302,14 +302,14 @@ func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artif
 		query += ` ORDER BY last_used_at, digest, user, workflow, session`
 		rows, err := s.rec.db.QueryContext(ctx, query, args...)
 		if err != nil {
-			yield(artifact.Record{}, fmt.Errorf("dirstore: list records: %w", err))
+			yield(artifact.Record{}, s.dbErr("list records", err))
 			return
 		}
 		defer rows.Close()
 		for rows.Next() {
 			rec, err := scanRecord(rows)
 			if err != nil {
-				yield(artifact.Record{}, fmt.Errorf("dirstore: list records: %w", err))
+				yield(artifact.Record{}, s.dbErr("list records", err))
 				return
 			}
 			if !yield(rec, nil) {
@@ -317,7 +317,7 @@ func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artif
 			}
 		}
 		if err := rows.Err(); err != nil {
-			yield(artifact.Record{}, fmt.Errorf("dirstore: list records: %w", err))
+			yield(artifact.Record{}, s.dbErr("list records", err))
 		}
 	}
 }
@@ -354,11 +354,11 @@ func (s *Store) ExpireRecords(ctx context.Context, cutoff time.Time) (int64, err
 			(SELECT user, workflow, session, digest FROM records WHERE last_used_at < ?1 LIMIT ?2)`,
 			c, expireBatch)
 		if err != nil {
-			return total, fmt.Errorf("dirstore: expire records: %w", err)
+			return total, s.dbErr("expire records", err)
 		}
 		n, err := res.RowsAffected()
 		if err != nil {
-			return total, fmt.Errorf("dirstore: expire records: %w", err)
+			return total, s.dbErr("expire records", err)
 		}
 		total += n
 		if n == 0 {

@@ -1,7 +1,8 @@
 // Package pgstore is the PostgreSQL workspace backend: records, and bodies
 // too unless they live in object storage, in one database shared by every
 // worker on every machine. One *Store implements driver.Bodies,
-// driver.Records, driver.Locker and io.Closer.
+// driver.Records, driver.Locker, driver.IntegrityChecker (with the amcheck
+// extension), driver.ReferenceScanner and io.Closer.
 //
 // # Tables
 //

@@ -23,9 +23,15 @@ import (
 const EnvURL = "HYBRIDCTX_TEST_S3"
 
 // ServerURL returns the bucket URL, skipping t (failing it under CI=true)
-// when EnvURL is unset.
+// when EnvURL is unset. It turns the AWS SDK's instance-metadata lookup off
+// for the test process (AWS_EC2_METADATA_DISABLED=true, unless a test set
+// the variable itself), so that no test ever contacts a non-loopback
+// address for credentials.
 func ServerURL(t testing.TB) string {
 	t.Helper()
+	if _, set := os.LookupEnv("AWS_EC2_METADATA_DISABLED"); !set {
+		_ = os.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	}
 	u := os.Getenv(EnvURL)
 	if u == "" {
 		if os.Getenv("CI") == "true" {

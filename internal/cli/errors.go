@@ -1,0 +1,161 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"syscall"
+
+	"github.com/hybridctx/hybridctx/backend"
+	"github.com/hybridctx/hybridctx/workspace"
+	"github.com/hybridctx/hybridctx/workspace/blobstore"
+	"github.com/hybridctx/hybridctx/workspace/dirstore"
+	"github.com/hybridctx/hybridctx/workspace/pgstore"
+)
+
+// errorCategory is what an exit-1 or exit-2 line says about its cause: a
+// code for --json and a few words for people. Raw driver, SQLite or OS text
+// never reaches a line; it may name table rows, hosts or paths the operator
+// did not give.
+type errorCategory struct {
+	code string
+	text string
+}
+
+// Categories of errors, in the order errorCategoryOf tries them; the last
+// is the default.
+var (
+	catUsage       = errorCategory{"usage", "usage error"}
+	catInterrupted = errorCategory{"interrupted", "interrupted"}
+	catNoWorkspace = errorCategory{"no_workspace", "no workspace"}
+	catDamaged     = errorCategory{"database_damaged", "the workspace database is damaged; run hybridctx verify"}
+	catWALDeleted  = errorCategory{"database_wal_deleted", "the records database's write-ahead log records.db-wal was deleted " +
+		"while a process had the database open; let every process using this workspace exit normally " +
+		"(the last one writes its records back), then retry"}
+	catChanged      = errorCategory{"body_changed", "the stored body changed while it was read"}
+	catPermission   = errorCategory{"permission_denied", "permission denied"}
+	catNoSpace      = errorCategory{"no_space", "no space left on the device"}
+	catReadOnly     = errorCategory{"read_only", "the file system is read-only"}
+	catBusy         = errorCategory{"database_busy", "the workspace database stayed locked by another process"}
+	catDatabaseIO   = errorCategory{"database_io_error", "the workspace database could not be read or written; run hybridctx verify"}
+	catUnsupported  = errorCategory{"unsupported", "the workspace backend does not support this"}
+	catUnavailable  = errorCategory{"unavailable", "the workspace backend is not available (check its address and credentials)"}
+	catNotBuilt     = errorCategory{"unavailable", "this workspace backend is not available in this build"}
+	catSchema       = errorCategory{"schema", "the workspace database holds a schema this build cannot use"}
+	catStorageError = errorCategory{"storage_error", "storage error"}
+	catInternal     = errorCategory{"internal", "internal error"}
+)
+
+// errorCategories lists every category once, for the help.
+var errorCategories = []errorCategory{catUsage, catInterrupted, catNoWorkspace, catDamaged, catWALDeleted, catChanged,
+	catPermission, catNoSpace, catReadOnly, catBusy, catDatabaseIO, catUnsupported, catUnavailable,
+	catSchema, catStorageError, catInternal}
+
+// errorCodesHelp renders the error codes of --json for the root help.
+func errorCodesHelp() string {
+	var b strings.Builder
+	b.WriteString("Error codes of --json:")
+	seen := map[string]bool{}
+	width := b.Len()
+	for _, c := range errorCategories {
+		if seen[c.code] {
+			continue
+		}
+		seen[c.code] = true
+		if width+1+len(c.code) > 76 {
+			b.WriteString("\n ")
+			width = 1
+		}
+		b.WriteString(" " + c.code)
+		width += 1 + len(c.code)
+	}
+	b.WriteByte('\n')
+	return b.String()
+}
+
+// SQLite primary result codes recognized in errors that carry one (the
+// driver's error type has a Code method; it is matched by that method so
+// that this package needs no SQLite import).
+const (
+	sqliteIOErr   = 10
+	sqliteCorrupt = 11
+	sqliteFull    = 13
+	sqliteBusy    = 5
+	sqliteLocked  = 6
+	sqliteNotADB  = 26
+)
+
+// errorCategoryOf classifies err.
+func errorCategoryOf(err error) errorCategory {
+	var coded interface{ Code() int }
+	sqliteCode := -1
+	if errors.As(err, &coded) {
+		sqliteCode = coded.Code() & 0xff
+	}
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return catInterrupted
+	case errors.Is(err, backend.ErrNoWorkspace):
+		return catNoWorkspace
+	case errors.Is(err, backend.ErrUnavailable):
+		return catNotBuilt
+	case errors.Is(err, pgstore.ErrUnavailable), errors.Is(err, blobstore.ErrUnavailable):
+		return catUnavailable
+	case errors.Is(err, pgstore.ErrSchema):
+		return catSchema
+	case errors.Is(err, dirstore.ErrWALDeleted):
+		return catWALDeleted
+	case errors.Is(err, workspace.ErrDamaged), sqliteCode == sqliteCorrupt, sqliteCode == sqliteNotADB:
+		return catDamaged
+	case errors.Is(err, workspace.ErrChanged):
+		return catChanged
+	case errors.Is(err, fs.ErrPermission):
+		return catPermission
+	case errors.Is(err, syscall.ENOSPC), sqliteCode == sqliteFull:
+		return catNoSpace
+	case errors.Is(err, syscall.EROFS):
+		return catReadOnly
+	case sqliteCode == sqliteBusy, sqliteCode == sqliteLocked:
+		return catBusy
+	case sqliteCode == sqliteIOErr:
+		return catDatabaseIO
+	case errors.Is(err, errors.ErrUnsupported):
+		return catUnsupported
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return catUnavailable
+	}
+	return catStorageError
+}
+
+// errorJSON is the --json shape of an exit-1 or exit-2 error, printed on
+// standard output (the one line on standard error stays).
+type errorJSON struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// categoryOfExit returns the category of an error a command tree returned
+// with exit code 1 or 2.
+func categoryOfExit(err error, code int) errorCategory {
+	var ee *exitError
+	switch {
+	case errors.As(err, &ee) && ee.category != nil:
+		return *ee.category
+	case code == ExitUsage:
+		return catUsage
+	case ee != nil && ee.err != nil:
+		return errorCategoryOf(ee.err)
+	}
+	return catInternal
+}
+
+// writeErrorJSON prints the --json error object of a failed command.
+func (a *app) writeErrorJSON(err error, code int, msg string) {
+	var v errorJSON
+	v.Error.Code = categoryOfExit(err, code).code
+	v.Error.Message = oneLine(msg)
+	_ = a.writeJSON(v)
+}

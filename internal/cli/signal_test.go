@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// signalRun is one run of the real binary that a test signals while it
+// waits for input.
+type signalRun struct {
+	cmd            *exec.Cmd
+	stdout, stderr bytes.Buffer
+	done           chan error
+}
+
+func startBinary(t *testing.T, dir string, stdin *os.File, args ...string) *signalRun {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	r := &signalRun{cmd: exec.Command(binPath, args...), done: make(chan error, 1)}
+	r.cmd.Dir = dir
+	r.cmd.Env = []string{"HYBRIDCTX_USER=ada", "HYBRIDCTX_WORKFLOW=triage", "HYBRIDCTX_SESSION=s1"}
+	r.cmd.Stdin = stdin
+	r.cmd.Stdout, r.cmd.Stderr = &r.stdout, &r.stderr
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { r.done <- r.cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = r.cmd.Process.Kill()
+		<-r.done
+	})
+	return r
+}
+
+// waitFor polls cond until it holds, failing the test if the process ends
+// first or cond never holds within a generous bound.
+func (r *signalRun) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for i := 0; i < 2000; i++ {
+		if cond() {
+			return
+		}
+		select {
+		case err := <-r.done:
+			r.done <- err
+			t.Fatalf("exited before %s: %v, stderr %q", what, err, r.stderr.String())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	t.Fatalf("never %s", what)
+}
+
+// blockedReading reports whether some thread of the process sleeps in a
+// pipe or FIFO read or open (Linux's wchan names).
+func blockedReading(pid int) bool {
+	tasks, _ := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "wchan"))
+	for _, p := range tasks {
+		b, _ := os.ReadFile(p)
+		w := string(b)
+		if strings.Contains(w, "pipe") || strings.Contains(w, "fifo") || strings.Contains(w, "wait_for_partner") {
+			return true
+		}
+	}
+	return false
+}
+
+// signalAndWait sends sig and returns the exit code.
+func (r *signalRun) signalAndWait(t *testing.T, sig syscall.Signal) int {
+	t.Helper()
+	if err := r.cmd.Process.Signal(sig); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-r.done:
+		r.done <- err
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%v did not stop the process; stderr %q", sig, r.stderr.String())
+	}
+	return -1
+}
+
+// wantNothingLeft checks a signalled offload: no output, one line naming the
+// signal, no event, and no body or temporary file in the workspace.
+func wantNothingLeft(t *testing.T, r *signalRun, dir, events string) {
+	t.Helper()
+	if r.stdout.Len() != 0 {
+		t.Errorf("stdout %q: a decision was printed", r.stdout.String())
+	}
+	if s := r.stderr.String(); !strings.HasPrefix(s, "hybridctx: interrupted by SIG") || strings.Count(s, "\n") != 1 {
+		t.Errorf("stderr %q", s)
+	}
+	if b, _ := os.ReadFile(events); len(b) != 0 {
+		t.Errorf("events reported: %q", b)
+	}
+	entries, _ := os.ReadDir(filepath.Join(dir, DefaultWorkspace, "sha256"))
+	for _, e := range entries {
+		t.Errorf("left in sha256/: %s", e.Name())
+	}
+}
+
+func TestSignalWhileWaitingForAFIFOWriter(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
+		dir := t.TempDir()
+		fifo := filepath.Join(dir, "in.fifo")
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		events := filepath.Join(dir, "events.jsonl")
+		r := startBinary(t, dir, nil, "offload", fifo, "--threshold", "10", "--events", events)
+		r.waitFor(t, "blocking on the FIFO", func() bool { return blockedReading(r.cmd.Process.Pid) })
+		if code := r.signalAndWait(t, sig); code != 128+int(sig) {
+			t.Fatalf("%v: exit %d, stderr %q", sig, code, r.stderr.String())
+		}
+		wantNothingLeft(t, r, dir, events)
+	}
+}
+
+func TestSignalWhileStdinStalls(t *testing.T) {
+	cases := []struct {
+		name    string
+		written int // bytes written before the pipe stalls
+		sig     syscall.Signal
+	}{
+		{"below the threshold", 5, syscall.SIGINT},
+		{"mid-stream above the threshold", 200000, syscall.SIGTERM},
+		{"mid-stream, json", 200000, syscall.SIGINT},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			pr, pw, err := os.Pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pw.Close()
+			events := filepath.Join(dir, "events.jsonl")
+			args := []string{"offload", "--threshold", "1000", "--events", events}
+			if strings.Contains(c.name, "json") {
+				args = append([]string{"--json"}, args...)
+			}
+			r := startBinary(t, dir, pr, args...)
+			_ = pr.Close()
+			go func() { _, _ = pw.Write(randomBytes(c.written, 5)) }()
+			if c.written > 1000 {
+				tmp := filepath.Join(dir, DefaultWorkspace, "sha256", ".tmp-*")
+				r.waitFor(t, "writing a temporary body", func() bool { m, _ := filepath.Glob(tmp); return len(m) > 0 })
+			}
+			r.waitFor(t, "blocking on stdin", func() bool { return blockedReading(r.cmd.Process.Pid) })
+			if code := r.signalAndWait(t, c.sig); code != 128+int(c.sig) {
+				t.Fatalf("exit %d, stderr %q", code, r.stderr.String())
+			}
+			if strings.Contains(c.name, "json") {
+				out := r.stdout.String()
+				if !strings.Contains(out, `"code":"interrupted"`) {
+					t.Fatalf("--json stdout %q, want the interrupted error object", out)
+				}
+				r.stdout.Reset()
+			}
+			wantNothingLeft(t, r, dir, events)
+		})
+	}
+}
