@@ -226,7 +226,7 @@ func TestNewReadTool(t *testing.T) {
 	if err := json.Unmarshal(agent.ReadToolSchema(), &schema); err != nil {
 		t.Fatal(err)
 	}
-	if schema.Type != "object" || len(schema.Required) != 1 || schema.Required[0] != "reference" || len(schema.Properties) != 4 || schema.Additional {
+	if schema.Type != "object" || len(schema.Required) != 1 || schema.Required[0] != "reference" || len(schema.Properties) != 6 || schema.Additional {
 		t.Fatalf("schema %+v", schema)
 	}
 }

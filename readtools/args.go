@@ -103,19 +103,31 @@ func hint(fields []field) string {
 }
 
 type argsErr struct {
+	tool string
 	msg  string
 	hint string
 }
 
-func (e *argsErr) Error() string { return "invalid arguments: " + e.msg + e.hint }
+func (e *argsErr) Error() string { return e.tool + ": invalid arguments: " + e.msg + e.hint }
+
+// named sets the tool name an argument error speaks of.
+func named(err error, tool string) error {
+	var e *argsErr
+	if errors.As(err, &e) {
+		c := *e
+		c.tool = tool
+		return &c
+	}
+	return err
+}
 func (e *argsErr) Unwrap() error { return ErrInvalidArguments }
 
 // decode parses raw as one JSON object holding only the given fields; null
 // counts as absent. Unknown fields, trailing data, fractions and
 // out-of-range numbers are rejected. It returns the names present.
-func decode(raw json.RawMessage, fields []field) (map[string]bool, error) {
+func decode(raw json.RawMessage, tool string, fields []field) (map[string]bool, error) {
 	h := hint(fields)
-	fail := func(format string, a ...any) error { return &argsErr{msg: fmt.Sprintf(format, a...), hint: h} }
+	fail := func(format string, a ...any) error { return &argsErr{tool: tool, msg: fmt.Sprintf(format, a...), hint: h} }
 	if len(raw) > MaxArgsBytes {
 		return nil, fail("the arguments are %d bytes, more than %d", len(raw), MaxArgsBytes)
 	}
@@ -189,11 +201,11 @@ func integer(v json.RawMessage, min int64) (int64, string) {
 	return i, ""
 }
 
-func required(seen map[string]bool, fields []field, names ...string) error {
+func required(seen map[string]bool, tool string, fields []field, names ...string) error {
 	for _, n := range names {
 		f := lookup(fields, n)
 		if !seen[n] || *f.str == "" {
-			return &argsErr{msg: n + " is required", hint: hint(fields)}
+			return &argsErr{tool: tool, msg: n + " is required", hint: hint(fields)}
 		}
 	}
 	return nil
@@ -214,15 +226,15 @@ func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {
 		{name: "line_count", kind: 'i', min: 1, num: &a.LineCount},
 		{name: "max_bytes", kind: 'i', min: 1, num: &a.MaxBytes},
 	}
-	seen, err := decode(raw, fields)
+	seen, err := decode(raw, DefaultReadName, fields)
 	if err == nil {
-		err = required(seen, fields, "reference")
+		err = required(seen, DefaultReadName, fields, "reference")
 	}
 	if err == nil && (seen["offset"] || seen["length"]) && (seen["start_line"] || seen["line_count"]) {
-		err = &argsErr{msg: "offset/length (bytes) and start_line/line_count (lines) cannot be combined", hint: hint(fields)}
+		err = &argsErr{tool: DefaultReadName, msg: "offset/length (bytes) and start_line/line_count (lines) cannot be combined", hint: hint(fields)}
 	}
 	if err == nil && seen["line_count"] && !seen["start_line"] {
-		err = &argsErr{msg: "line_count needs start_line", hint: hint(fields)}
+		err = &argsErr{tool: DefaultReadName, msg: "line_count needs start_line", hint: hint(fields)}
 	}
 	if err != nil {
 		return ReadArgs{}, err
@@ -244,12 +256,12 @@ func ParseSearchArgs(raw json.RawMessage) (SearchArgs, error) {
 		{name: "skip", kind: 'i', num: &a.Skip},
 		{name: "max_bytes", kind: 'i', min: 1, num: &a.MaxBytes},
 	}
-	seen, err := decode(raw, fields)
+	seen, err := decode(raw, DefaultSearchName, fields)
 	if err == nil {
-		err = required(seen, fields, "reference", "pattern")
+		err = required(seen, DefaultSearchName, fields, "reference", "pattern")
 	}
 	if err == nil && a.ContextLines > hybridctx.MaxContextLines {
-		err = &argsErr{msg: "context_lines must be at most " + strconv.Itoa(hybridctx.MaxContextLines), hint: hint(fields)}
+		err = &argsErr{tool: DefaultSearchName, msg: "context_lines must be at most " + strconv.Itoa(hybridctx.MaxContextLines), hint: hint(fields)}
 	}
 	if err != nil {
 		return SearchArgs{}, err
@@ -267,9 +279,9 @@ func ParseQueryArgs(raw json.RawMessage) (QueryArgs, error) {
 		{name: "skip", kind: 'i', num: &a.Skip},
 		{name: "max_bytes", kind: 'i', min: 1, num: &a.MaxBytes},
 	}
-	seen, err := decode(raw, fields)
+	seen, err := decode(raw, DefaultQueryName, fields)
 	if err == nil {
-		err = required(seen, fields, "reference", "filter")
+		err = required(seen, DefaultQueryName, fields, "reference", "filter")
 	}
 	if err != nil {
 		return QueryArgs{}, err

@@ -109,28 +109,45 @@ func New(reh *hybridctx.Rehydrator, opts *Options) (*Set, error) {
 	if reh == nil {
 		return nil, ErrNilRehydrator
 	}
-	s := &Set{reh: reh, cap: DefaultBudgetCap}
-	names := Names{}
+	tools, cap, err := describe(opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Set{reh: reh, cap: cap, tools: tools}, nil
+}
+
+// Describe returns the three tools' definitions under opts without a
+// Rehydrator, for documentation and registration ahead of a binding.
+func Describe(opts *Options) ([]Tool, error) {
+	tools, _, err := describe(opts)
+	if err != nil {
+		return nil, err
+	}
+	return tools[:], nil
+}
+
+func describe(opts *Options) ([3]Tool, int64, error) {
+	cap := int64(DefaultBudgetCap)
+	var names Names
 	if opts != nil {
 		if opts.BudgetCap < 0 {
-			return nil, fmt.Errorf("%w: read tool budget cap must be >= 0", hybridctx.ErrInvalidPolicy)
+			return [3]Tool{}, 0, fmt.Errorf("%w: read tool budget cap must be >= 0", hybridctx.ErrInvalidPolicy)
 		}
 		if opts.BudgetCap > 0 {
-			s.cap = opts.BudgetCap
+			cap = opts.BudgetCap
 		}
 		names = opts.Names
 	}
 	p := hybridctx.Policy{InlineThreshold: 1, ReadToolName: names.Read, SearchToolName: names.Search, QueryToolName: names.Query}
 	if err := p.Validate(); err != nil {
-		return nil, err
+		return [3]Tool{}, 0, err
 	}
-	names = Names{Read: p.ToolName(hybridctx.ViewRange), Search: p.ToolName(hybridctx.ViewSearch), Query: p.ToolName(hybridctx.ViewQuery)}
-	s.tools = [3]Tool{
-		{Kind: Read, Name: names.Read, Title: "Read a stored tool result", Description: readDescription(s.cap), InputSchema: readSchema(s.cap)},
-		{Kind: Search, Name: names.Search, Title: "Search a stored tool result", Description: searchDescription(s.cap, names.Read), InputSchema: searchSchema(s.cap)},
-		{Kind: Query, Name: names.Query, Title: "Query a stored JSON tool result", Description: queryDescription(s.cap, names.Search), InputSchema: querySchema(s.cap)},
-	}
-	return s, nil
+	read, search, query := p.ToolName(hybridctx.ViewRange), p.ToolName(hybridctx.ViewSearch), p.ToolName(hybridctx.ViewQuery)
+	return [3]Tool{
+		{Kind: Read, Name: read, Title: "Read a stored tool result", Description: readDescription(cap), InputSchema: readSchema(cap)},
+		{Kind: Search, Name: search, Title: "Search a stored tool result", Description: searchDescription(cap, read), InputSchema: searchSchema(cap)},
+		{Kind: Query, Name: query, Title: "Query a stored JSON tool result", Description: queryDescription(cap, search), InputSchema: querySchema(cap)},
+	}, cap, nil
 }
 
 // Tools returns the three tools: read, search, query.
@@ -185,9 +202,8 @@ type Result struct {
 	// Text is the refusal's text when IsError.
 	Text string
 	// Err is the cause of an IsError result made without a decision:
-	// wrapping ErrInvalidArguments (or hybridctx.ErrInvalidRequest for a
-	// malformed pattern or filter), or ErrReadFailed and the storage
-	// error. Nil otherwise.
+	// wrapping ErrInvalidArguments (a malformed pattern or filter too), or
+	// ErrReadFailed and the storage error. Nil otherwise.
 	Err error
 }
 
@@ -245,6 +261,10 @@ func (s *Set) CallKind(ctx context.Context, k Kind, args json.RawMessage) (*Resu
 	}
 	if res != nil {
 		res.Kind = k
+		if res.Err != nil && errors.Is(res.Err, ErrInvalidArguments) {
+			res.Err = named(res.Err, s.tools[k-1].Name)
+			res.Text = "hybridctx: " + res.Err.Error()
+		}
 	}
 	return res, err
 }
@@ -303,7 +323,8 @@ func (s *Set) result(ctx context.Context, rh *hybridctx.Rehydration, budget int6
 	case errors.Is(err, hybridctx.ErrInvalidRequest):
 		// A malformed pattern or filter: its text names the rule, never
 		// the argument.
-		return &Result{IsError: true, Text: "hybridctx: invalid arguments: " + requestDetail(err), Err: err}, nil
+		e := &argsErr{msg: requestDetail(err)} // named by CallKind
+		return &Result{IsError: true, Text: "hybridctx: " + e.Error(), Err: e}, nil
 	default:
 		return &Result{IsError: true, Text: ErrReadFailed.Error(), Err: readFailed{cause: err}}, nil
 	}
