@@ -127,7 +127,9 @@ func (e *argsErr) Unwrap() error { return ErrInvalidArguments }
 // out-of-range numbers are rejected. It returns the names present.
 func decode(raw json.RawMessage, tool string, fields []field) (map[string]bool, error) {
 	h := hint(fields)
-	fail := func(format string, a ...any) error { return &argsErr{tool: tool, msg: fmt.Sprintf(format, a...), hint: h} }
+	fail := func(format string, a ...any) error {
+		return &argsErr{tool: tool, msg: fmt.Sprintf(format, a...), hint: h}
+	}
 	if len(raw) > MaxArgsBytes {
 		return nil, fail("the arguments are %d bytes, more than %d", len(raw), MaxArgsBytes)
 	}
