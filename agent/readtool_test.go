@@ -81,7 +81,7 @@ func TestReadOverBudget(t *testing.T) {
 	if re.Rehydration.Outcome() != hybridctx.OverBudget || re.Budget != 100 {
 		t.Fatalf("got %v budget %d", re.Rehydration.Outcome(), re.Budget)
 	}
-	want := "hybridctx: over_budget (budget_exceeded): the range is 1000 bytes, the budget 100; use offset/length to read at most 100 bytes at a time (the body is 1000 bytes)."
+	want := "hybridctx: over_budget (budget_exceeded): the range is 1000 bytes, the budget 100; use read_artifact with offset/length to read at most 100 bytes at a time (the body is 1000 bytes)."
 	if re.Error() != want {
 		t.Fatalf("message\n%s\nwant\n%s", re.Error(), want)
 	}

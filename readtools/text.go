@@ -110,7 +110,7 @@ func (s *Set) overBudget(rh *hybridctx.Rehydration, b string) string {
 			"; narrow the filter (pick fields, or slice arrays such as .[0:10]), or a larger max_bytes (at most " + itoa(s.cap) + ")."
 	}
 	return "the range is " + itoa(rh.Length) + " bytes, the budget " + b +
-		"; use offset/length to read at most " + b + " bytes at a time (the body is " + itoa(rh.BodySize) + " bytes)."
+		"; use " + read + " with offset/length to read at most " + b + " bytes at a time (the body is " + itoa(rh.BodySize) + " bytes)."
 }
 
 func (s *Set) viewFailed(rh *hybridctx.Rehydration) string {
