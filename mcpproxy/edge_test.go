@@ -14,8 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
-	"github.com/hybridctx/hybridctx/readtools"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/readtools"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
