@@ -125,10 +125,22 @@ func TestViewArgumentErrors(t *testing.T) {
 	e := newEnv(t, 4)
 	ref := stored(t, e, viewBody).String()
 	bad := []func() error{
-		func() error { _, err := e.reh.ReadLines(e.ctx, hybridctx.LinesRequest{Reference: ref, Budget: 0, StartLine: 1}); return err },
-		func() error { _, err := e.reh.ReadLines(e.ctx, hybridctx.LinesRequest{Reference: ref, Budget: 9, StartLine: 0}); return err },
-		func() error { _, err := e.reh.ReadLines(e.ctx, hybridctx.LinesRequest{Reference: ref, Budget: 9, StartLine: 1, LineCount: -1}); return err },
-		func() error { _, err := e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 9}); return err },
+		func() error {
+			_, err := e.reh.ReadLines(e.ctx, hybridctx.LinesRequest{Reference: ref, Budget: 0, StartLine: 1})
+			return err
+		},
+		func() error {
+			_, err := e.reh.ReadLines(e.ctx, hybridctx.LinesRequest{Reference: ref, Budget: 9, StartLine: 0})
+			return err
+		},
+		func() error {
+			_, err := e.reh.ReadLines(e.ctx, hybridctx.LinesRequest{Reference: ref, Budget: 9, StartLine: 1, LineCount: -1})
+			return err
+		},
+		func() error {
+			_, err := e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 9})
+			return err
+		},
 		func() error {
 			_, err := e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 9, Pattern: "(", Regex: true})
 			return err
@@ -141,13 +153,22 @@ func TestViewArgumentErrors(t *testing.T) {
 			_, err := e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 9, Pattern: "a", ContextLines: 11})
 			return err
 		},
-		func() error { _, err := e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 9, Pattern: "a", Skip: -1}); return err },
-		func() error { _, err := e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 9, Filter: " "}); return err },
+		func() error {
+			_, err := e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 9, Pattern: "a", Skip: -1})
+			return err
+		},
+		func() error {
+			_, err := e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 9, Filter: " "})
+			return err
+		},
 		func() error {
 			_, err := e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 9, Filter: "." + strings.Repeat(" ", 1000)})
 			return err
 		},
-		func() error { _, err := e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 9, Filter: "nosuchfn"}); return err },
+		func() error {
+			_, err := e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 9, Filter: "nosuchfn"})
+			return err
+		},
 	}
 	e.inst.Reset()
 	n := len(e.events.all())
