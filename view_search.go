@@ -128,6 +128,8 @@ type searchScan struct {
 	curWin   shownLine
 	head     []byte // the first SearchLineBytes of a line longer than the cap
 
+	lineCap int // searchLineCap; smaller in tests
+
 	ring    []shownLine // the last ctxN lines, for before-context
 	after   int         // context lines still to show after a match
 	printed int64       // last line number put into the answer
@@ -136,7 +138,7 @@ type searchScan struct {
 }
 
 func newSearchScan(m *matcher, ctxN int, skip, limit, budget int64) *searchScan {
-	return &searchScan{m: m, ctxN: ctxN, skip: skip, limit: limit, line: 1, curMatch: -1,
+	return &searchScan{m: m, ctxN: ctxN, skip: skip, limit: limit, line: 1, curMatch: -1, lineCap: searchLineCap,
 		fast: m.re == nil && ctxN == 0, page: pager{budget: budget, noun: "matches"}}
 }
 
@@ -196,7 +198,7 @@ func (s *searchScan) passLines(b []byte, off int64, upto int) ([]byte, int64) {
 // once it outgrows searchLineCap.
 func (s *searchScan) extend(b []byte) {
 	for len(b) > 0 {
-		room := searchLineCap - len(s.cur)
+		room := s.lineCap - len(s.cur)
 		if room <= 0 {
 			s.slide()
 			continue
