@@ -62,6 +62,7 @@ Example MCP client configuration:
 type mcpFlags struct {
 	threshold, budget, maxBytes int64
 	maxMessage                  int
+	retrieval                   retrievalFlags
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -78,6 +79,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
 	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server, in bytes (> 0)")
+	o.retrieval.register(f, true)
 	return cmd
 }
 
@@ -113,11 +115,15 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}, nil)
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
+	if err := o.retrieval.apply(&policy); err != nil {
+		return err
+	}
+	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	reh, err := hybridctx.NewRehydrator(binding, nil)
+	reh, err := hybridctx.NewRehydrator(binding, o.retrieval.rehydratorOptions())
 	if err != nil {
 		return internal("mcp", err)
 	}

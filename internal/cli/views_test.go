@@ -155,3 +155,24 @@ func TestQueryCommand(t *testing.T) {
 		t.Fatalf("json %q %q", js.stdout, js.stderr)
 	}
 }
+
+func TestRetrievalPolicyFlags(t *testing.T) {
+	ws := newWorkspace(t)
+	r := withInput(t, cliLog(50), host(ws, "offload", "--threshold", "16", "--preview-bytes", "40")...)
+	wantCode(t, r, ExitOK)
+	if !strings.HasSuffix(r.stdout, "\nIt begins:\n00001 request ok\n00002 request ok\n") {
+		t.Fatalf("preview %q", r.stdout)
+	}
+	for _, args := range [][]string{
+		{"offload", "--threshold", "16", "--preview-bytes", "-1"},
+		{"offload", "--threshold", "16", "--preview-bytes", "5000"},
+		{"mcp", "--tool-threshold", "noequals", "--", "true"},
+		{"mcp", "--tool-threshold", "x=0", "--", "true"},
+		{"mcp", "--tool-threshold", "=5", "--", "true"},
+		{"mcp", "--query-max-bytes", "-1", "--", "true"},
+		{"demo", "--preview-bytes", "-3", "--workspace", "mem://"},
+	} {
+		r := withInput(t, []byte("x"), host(ws, args...)...)
+		wantCode(t, r, ExitUsage)
+	}
+}
