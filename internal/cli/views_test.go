@@ -176,3 +176,26 @@ func TestRetrievalPolicyFlags(t *testing.T) {
 		wantCode(t, r, ExitUsage)
 	}
 }
+
+func TestBenchQuestions(t *testing.T) {
+	r := run(t, "bench", "--questions", "--count", "60", "--workspace", "mem://")
+	wantCode(t, r, ExitOK)
+	var v struct {
+		Questions struct {
+			Questions int `json:"questions"`
+			Tools     struct {
+				Calls struct{ P95 int64 } `json:"calls"`
+				Bytes struct{ P95 int64 } `json:"bytes"`
+				Exact float64             `json:"exact_percent"`
+			} `json:"targeted_tools"`
+			Pages struct {
+				Exact float64 `json:"exact_percent"`
+			} `json:"byte_pages"`
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Questions.Questions == 0 || v.Questions.Tools.Exact != 100 ||
+		v.Questions.Tools.Calls.P95 > 2 || v.Questions.Tools.Bytes.P95 > 4096 || v.Questions.Pages.Exact != 100 {
+		t.Fatalf("%v %s", err, r.stdout)
+	}
+	wantCode(t, withInput(t, []byte(""), "bench", "--questions", "--workload", "-"), ExitUsage)
+}
