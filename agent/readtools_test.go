@@ -37,13 +37,12 @@ func TestReadToolsSearchQueryLines(t *testing.T) {
 	ref := stored.Ref.String()
 
 	// Search: the answer is a recovered segment the middleware inlines.
-	out, err := e.mw.Call(context.Background(), hybridctx.Call{Tool: "search_artifact", ID: "2"}, tools.Search().Call,
-		nil)
+	_, err = e.mw.Call(context.Background(), hybridctx.Call{Tool: "search_artifact", ID: "2"}, tools.Search().Call, nil)
 	if err == nil || !errors.Is(err, agent.ErrToolFailed) || !errors.Is(err, agent.ErrInvalidArguments) {
 		t.Fatalf("empty args: %v", err)
 	}
 	args := []byte(`{"reference":"` + ref + `","pattern":" 500 "}`)
-	out, err = e.mw.Call(context.Background(), hybridctx.Call{Tool: "search_artifact", ID: "3"}, tools.Search().Call, args)
+	out, err := e.mw.Call(context.Background(), hybridctx.Call{Tool: "search_artifact", ID: "3"}, tools.Search().Call, args)
 	if err != nil || out.Reason() != hybridctx.RecoveredSegmentBypass || out.Text() != "2347:GET /api 500 upstream reset\n1 matches (showing 1-1)\n" {
 		t.Fatalf("search: %v %v %q", err, out, out.Text())
 	}
