@@ -38,8 +38,12 @@ resource_link to artifact://sha256/<hex>; stored structuredContent is
 removed, and tools/list loses outputSchema so clients accept the bounded
 results. Smaller blocks pass unchanged.
 
-The proxy adds the tool read_artifact {reference, offset?, length?,
-max_bytes?} (budget: min(max_bytes, --budget)) and serves resources/read of
+The proxy adds the read tools, served by itself: read_artifact {reference,
+offset?, length? | start_line, line_count?, max_bytes?}, search_artifact and
+query_artifact (budget: min(max_bytes, --budget)); --tool-threshold NAME=N
+(repeatable) sets one tool's inline threshold, --preview-bytes N adds the
+first lines of a text result to its notice, --query-max-bytes bounds the
+bodies query_artifact parses. It serves resources/read of
 artifact:// URIs (the whole body must fit --budget). Categorical outcomes
 come back as isError tool results saying what to do next.
 
