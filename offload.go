@@ -148,6 +148,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 	if err := call.Validate(); err != nil {
 		return nil, err // a call that could never be recorded
 	}
+	o = o.forTool(call.Tool)
 	switch v := result.(type) {
 	case *Segment:
 		if v != nil && v.valid {

@@ -38,6 +38,7 @@ type storing struct {
 	pending *workspace.Pending // the body: hashed, written only if needed
 	rewind  func()             // stream input: restore the source, if possible
 	read    int64              // stream input: bytes consumed
+	head    *previewTap        // stream input: the body's first bytes, for the preview
 }
 
 func (st *storing) discard() {
@@ -51,7 +52,8 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
-		out := &OffloadResult{Ref: st.ref, Notice: storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName()), Consumed: st.read}
+		notice := storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName())
+		out := &OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
 		return o.finish(ctx, out, oc, r, st.size)
 	}
 	st.discard()
@@ -117,6 +119,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if err := call.Validate(); err != nil {
 		return nil, err
 	}
+	o = o.forTool(call.Tool)
 	rewind := rewinder(r)
 	// The head grows with what arrives, so a large threshold costs memory
 	// only for results that are actually that large.
@@ -142,7 +145,8 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	}
 	var c classify.Classifier
 	src := &countingReader{r: io.MultiReader(&head, r)}
-	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: &c})
+	st.head = &previewTap{next: &c, max: int(o.policy.PreviewBytes)}
+	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: st.head})
 	// The head was consumed from r before the workspace saw a byte, so a
 	// write that failed early has still read at least n bytes.
 	st.read = max(n, src.n)

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -70,8 +72,11 @@ func demoReport(n int) []demoSuite {
 }
 
 func jsonArgs(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 var objectSchema = json.RawMessage(`{"type":"object"}`)
@@ -121,32 +126,51 @@ func demoSubTools() []agent.Tool {
 	}}
 }
 
-// readTail is a step reading the last n bytes of the newest stored result,
-// as a model would after reading the size on the notice's second line.
-func readTail(tool string, n int64) loop.Step {
+// onLatest is a step calling tool with args plus the newest stored
+// result's reference, saying why, as a model would after reading a notice.
+func onLatest(tool, why string, args map[string]any) loop.Step {
 	return func(h []loop.Message) (loop.Reply, error) {
 		ref, ok := loop.LatestReference(h)
 		if !ok {
 			return loop.Reply{}, loop.ErrNoReference
 		}
-		size := int64(0)
-		for i := len(h) - 1; i >= 0; i-- {
-			if first, rest, _ := strings.Cut(h[i].Content, "\n"); first == ref.String() {
-				size, _ = strconv.ParseInt(strings.SplitN(rest, " ", 2)[0], 10, 64)
-				break
-			}
+		a := map[string]any{"reference": ref.String()}
+		for k, v := range args {
+			a[k] = v
 		}
-		return loop.Reply{Content: "Reading the end of the log, where builds fail.",
-			ToolCalls: []loop.ToolCall{{Name: tool, Arguments: agent.ReadArguments(ref.String(), max(0, size-n), n, 0)}}}, nil
+		return loop.Reply{Content: why, ToolCalls: []loop.ToolCall{{Name: tool, Arguments: jsonArgs(a)}}}, nil
 	}
 }
 
-// demoRootScript is the root agent's script.
-func demoRootScript(read string) []loop.Step {
+var matchLine = regexp.MustCompile(`(?m)^(\d+):`)
+
+// readAroundMatch is a step reading, with the read tool's line mode, the
+// lines around the first match the last search answered with.
+func readAroundMatch(read string, before, count int64) loop.Step {
+	return func(h []loop.Message) (loop.Reply, error) {
+		var line int64
+		for i := len(h) - 1; i >= 0 && line == 0; i-- {
+			if h[i].Role == loop.RoleTool {
+				if m := matchLine.FindStringSubmatch(h[i].Content); m != nil {
+					line, _ = strconv.ParseInt(m[1], 10, 64)
+				}
+			}
+		}
+		if line == 0 {
+			line = before + 1 // the search was refused: read from the start
+		}
+		return onLatest(read, "Reading the lines around the error.",
+			map[string]any{"start_line": max(1, line-before), "line_count": count})(h)
+	}
+}
+
+// demoRootScript is the root agent's script: it finds the failing line by
+// searching the stored log, not by paging through it.
+func demoRootScript(read, search string) []loop.Step {
 	return []loop.Step{
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
-		readTail(read, 1024),
-		loop.ReadLatest(read, 0, 0, 0), // the whole log: over budget, the model learns to page
+		onLatest(search, "Searching the stored log for the error.", map[string]any{"pattern": "error", "context_lines": 1}),
+		readAroundMatch(read, 5, 9),
 		loop.CallTool("ticket", jsonArgs(map[string]string{"id": "BUILD-1423"})),
 		loop.CallTool("delegate", jsonArgs(map[string]string{"task": demoTask})),
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})), // again: existing reference
@@ -154,11 +178,13 @@ func demoRootScript(read string) []loop.Step {
 	}
 }
 
-// demoSubScript is the sub-agent's script.
-func demoSubScript(read string) []loop.Step {
+// demoSubScript is the sub-agent's script: it asks the stored JSON report
+// for the failing suites.
+func demoSubScript(query string) []loop.Step {
 	return []loop.Step{
 		loop.CallTool("test_report", jsonArgs(map[string]int{"suites": demoSuites})),
-		loop.ReadLatest(read, 0, 2048, 2048),
+		onLatest(query, "Querying the report for the failing suites.",
+			map[string]any{"filter": ".[] | select(.failures > 0) | {name, failure}"}),
 		loop.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, " +
 			"each with \"link step failed: ld killed by signal 9\"; every other suite passed."),
 	}

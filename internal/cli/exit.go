@@ -23,6 +23,7 @@ const (
 	ExitFailed           = 8  // failed
 	ExitRecoveryRequired = 9  // recovery_required
 	ExitDamage           = 10 // verify found damage
+	ExitViewFailed       = 11 // view_failed
 
 	ExitInterrupted = 130 // SIGINT (128+2): nothing decided, nothing left half-written
 	ExitTerminated  = 143 // SIGTERM (128+15): the same
@@ -44,6 +45,7 @@ var exitTable = []struct {
 	{ExitFailed, "failed: the result was not stored (too large, storage failure)"},
 	{ExitRecoveryRequired, "recovery_required: stored but not registered; retry the content"},
 	{ExitDamage, "verify found corrupt or missing bodies or unsafe permissions,\neven if repaired"},
+	{ExitViewFailed, "view_failed: search or query could not answer (not JSON, the\nfilter failed, a time or memory limit)"},
 	{ExitInterrupted, "interrupted by SIGINT (Ctrl-C): nothing was decided or reported,\nand nothing is left half-written"},
 	{ExitTerminated, "terminated by SIGTERM: the same"},
 }
@@ -78,6 +80,8 @@ func OutcomeExitCode(o hybridctx.Outcome) int {
 		return ExitFailed
 	case hybridctx.RecoveryRequired:
 		return ExitRecoveryRequired
+	case hybridctx.ViewFailed:
+		return ExitViewFailed
 	}
 	return ExitInternal
 }
