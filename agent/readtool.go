@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 
 	"github.com/hybridctx/hybridctx"
-	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/readtools"
 )
 
@@ -186,12 +184,4 @@ func (t *ReadTool) Call(ctx context.Context, args json.RawMessage) (any, error) 
 		return nil, &ReadError{Rehydration: res.Rehydration, Budget: res.Budget, text: res.Text}
 	}
 	return res.Segment.WithNote(res.Note), nil
-}
-
-// quoteShort quotes at most 32 bytes of s.
-func quoteShort(s string) string {
-	if len(s) > 32 {
-		return strconv.Quote(artifact.TruncateUTF8(s, 32)) + "…"
-	}
-	return strconv.Quote(s)
 }

@@ -135,7 +135,7 @@ func (r *reader) readResource(ctx context.Context, uri string) (*mcp.ReadResourc
 	case hybridctx.InvalidReference:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: r.set.Refusal(got, r.budget)}
 	case hybridctx.Missing:
-		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: r.set.Refusal(got, r.budget)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: r.set.Refusal(got, r.budget)}
 	case hybridctx.OverBudget:
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: r.set.Refusal(got, r.budget)}
 	default:
