@@ -373,6 +373,10 @@ func (s *searchScan) emit(sl shownLine, match bool) {
 			s.openItem(sl)
 			return
 		}
+		// A match outside the page (skipped, past max_matches, or not
+		// fitting) may still be shown as another match's context: it is
+		// marked as context then, so every "<n>:" line is a counted match.
+		sl.match = false
 	}
 	if s.inItem && s.after > 0 {
 		s.add(sl)
