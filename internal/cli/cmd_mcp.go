@@ -6,7 +6,6 @@ import (
 	"io"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -60,42 +59,47 @@ Example MCP client configuration:
 `
 
 type mcpFlags struct {
-	threshold, budget, maxBytes int64
-	maxMessage                  int
+	threshold, budget, maxBytes, resultThreshold int64
+	maxMessage                                   int
+	http                                         mcpHTTPFlags
 }
 
 func (a *app) mcpCommand() *cobra.Command {
 	var o mcpFlags
 	cmd := &cobra.Command{
-		Use:   "mcp [--threshold N] [--budget N] -- CMD [ARGS...]",
+		Use:   "mcp [--threshold N] [--budget N] [--listen ADDR] (--url URL | -- CMD [ARGS...])",
 		Short: "Run an MCP server behind a proxy that bounds its tool results",
 		Long:  withExitCodes(mcpLong),
-		Args:  cobra.MinimumNArgs(1),
+		Args:  cobra.ArbitraryArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.mcp(cmd, args, o) })
 	f := cmd.Flags()
 	f.Int64Var(&o.threshold, "threshold", DefaultMCPThreshold, "largest content block, in bytes, that stays inline (> 0)")
+	f.Int64Var(&o.resultThreshold, "result-threshold", 0, "most bytes the inline blocks of one result may total (0: 4 × --threshold)")
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
 	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server, in bytes (> 0)")
+	o.http.register(f)
 	return cmd
 }
 
 func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
-	if d := cmd.ArgsLenAtDash(); d > 0 {
-		return usagef(`put the MCP server command after "--": hybridctx mcp [flags] -- CMD ARGS…`)
+	if err := o.validate(cmd, args); err != nil {
+		return err
 	}
-	switch {
-	case o.threshold <= 0:
-		return usagef("--threshold must be > 0")
-	case o.budget <= 0:
-		return usagef("--budget must be > 0")
-	case o.maxBytes < 0:
-		return usagef("--max-bytes must be >= 0")
-	case o.maxMessage <= 0:
-		return usagef("--max-message must be > 0")
+	name := o.http.url
+	if len(args) > 0 {
+		name = args[0]
 	}
-	owner, err := a.mcpOwner(cmd, args[0])
+	owner, err := a.mcpOwner(cmd, name)
+	if err != nil {
+		return err
+	}
+	upstream, err := a.mcpUpstream(args, o)
+	if err != nil {
+		return err
+	}
+	token, err := a.mcpToken(o.http)
 	if err != nil {
 		return err
 	}
@@ -109,27 +113,39 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		return err
 	}
 	defer finish()
-	binding, err := hybridctx.NewBinding(owner, store)
-	if err != nil {
-		return usagef("%v", err)
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes, ResultThreshold: o.resultThreshold}
+	newProxy := func(owner artifact.Owner) (*mcpproxy.Proxy, error) {
+		binding, err := hybridctx.NewBinding(owner, store)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		off, err := hybridctx.NewOffloader(binding, policy, nil)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		reh, err := hybridctx.NewRehydrator(binding, nil)
+		if err != nil {
+			return nil, internal("mcp", err)
+		}
+		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep})
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		return proxy, nil
 	}
-	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}, nil)
-	if err != nil {
-		return usagef("%v", err)
+	if o.http.listen != "" {
+		return a.mcpListen(ctx, cmd, o.http, o.maxMessage, token, owner, newProxy, upstream)
 	}
-	reh, err := hybridctx.NewRehydrator(binding, nil)
+	proxy, err := newProxy(owner)
 	if err != nil {
-		return internal("mcp", err)
+		return err
 	}
-	proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep})
-	if err != nil {
-		return usagef("%v", err)
-	}
-	server := exec.Command(args[0], args[1:]...)
-	server.Stderr = a.env.Stderr
-	upstream := &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage}
 	client := &mcp.IOTransport{Reader: io.NopCloser(a.env.Stdin), Writer: nopWriteCloser{a.env.Stdout}}
-	err = proxy.Run(ctx, upstream, client)
+	return mcpExit(proxy.Run(ctx, upstream(), client))
+}
+
+// mcpExit maps the end of a proxy run to the command's exit.
+func mcpExit(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -139,6 +155,25 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		return &exitError{code: ExitInternal, msg: err.Error(), err: err}
 	}
 	return internal("mcp", err)
+}
+
+// mcpUpstream returns a function making one upstream transport (one per
+// session): the command after "--", or --url.
+func (a *app) mcpUpstream(args []string, o mcpFlags) (func() mcp.Transport, error) {
+	if o.http.url != "" {
+		header, err := a.mcpHeaders(o.http.headers)
+		if err != nil {
+			return nil, err
+		}
+		return func() mcp.Transport {
+			return &mcpproxy.HTTPUpstream{URL: o.http.url, Header: header, MaxMessageBytes: o.maxMessage}
+		}, nil
+	}
+	return func() mcp.Transport {
+		server := exec.Command(args[0], args[1:]...)
+		server.Stderr = a.env.Stderr
+		return &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage}
+	}, nil
 }
 
 // mcpOwner resolves the proxy's owner: flags, then the environment, then the
@@ -158,7 +193,7 @@ func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, erro
 		o.User = u.Username
 	}
 	if o.Workflow == "" {
-		o.Workflow = filepath.Base(command)
+		o.Workflow = workflowName(command)
 	}
 	if o.Session == "" {
 		o.Session = randomID()

@@ -1,0 +1,203 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrInvalidURL means an HTTPUpstream's URL is not an absolute http(s) URL.
+var ErrInvalidURL = errors.New("the upstream URL must be an absolute http or https URL")
+
+// HTTPUpstream is an mcp.Transport to an MCP server over HTTP: Streamable
+// HTTP (the official Go SDK's client transport, which resumes a dropped
+// response stream when the server allows it), falling back to the 2024-11-05
+// HTTP+SSE transport when the server refuses the first request (initialize)
+// the way a server that speaks only that transport does (400, 404 or 405).
+type HTTPUpstream struct {
+	// URL is the server's MCP endpoint (for the fallback, its SSE
+	// endpoint).
+	URL string
+	// Header is added to every request. Its values are never logged or
+	// put into errors.
+	Header http.Header
+	// HTTPClient makes the requests; nil means a client without timeout
+	// (responses stream for as long as a tool runs).
+	HTTPClient *http.Client
+	// MaxMessageBytes bounds one message read from the server. Zero means
+	// DefaultMaxMessageBytes; negative, no limit.
+	MaxMessageBytes int
+}
+
+// Connect validates the URL; the network is first used by the first
+// message (initialize).
+func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, ErrInvalidURL
+	}
+	base := t.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header}
+	if rt.next == nil {
+		rt.next = http.DefaultTransport
+	}
+	client := *base
+	client.Transport = rt
+	limit := t.MaxMessageBytes
+	if limit == 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	st := &mcp.StreamableClientTransport{Endpoint: t.URL, HTTPClient: &client, MaxEventSize: limit}
+	conn, err := st.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &httpUpstreamConn{t: t, client: &client, rt: rt, limit: limit, conn: conn}, nil
+}
+
+// upstreamRoundTripper adds the configured headers and the negotiated
+// protocol version to every request, and remembers the status of the first
+// POST so that the transport can tell whether to fall back.
+type upstreamRoundTripper struct {
+	next      http.RoundTripper
+	header    http.Header
+	version   atomic.Value // string: the negotiated protocol version
+	firstPOST atomic.Int64 // status of the first POST; 0 before it
+}
+
+func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	for k, vs := range rt.header {
+		r.Header.Del(k)
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	if v, _ := rt.version.Load().(string); v != "" && r.Header.Get("Mcp-Protocol-Version") == "" {
+		r.Header.Set("Mcp-Protocol-Version", v)
+	}
+	resp, err := rt.next.RoundTrip(r)
+	if err == nil && req.Method == http.MethodPost {
+		rt.firstPOST.CompareAndSwap(0, int64(resp.StatusCode))
+	}
+	return resp, err
+}
+
+// httpUpstreamConn is the Streamable HTTP connection, or, after a fallback,
+// the HTTP+SSE one.
+type httpUpstreamConn struct {
+	t      *HTTPUpstream
+	client *http.Client
+	rt     *upstreamRoundTripper
+	limit  int
+
+	mu      sync.Mutex // serializes the first write (the fallback decision)
+	decided atomic.Bool
+	conn    mcp.Connection
+	initID  atomic.Value // jsonrpc.ID of the initialize request
+	ready   chan struct{}
+	once    sync.Once
+}
+
+func (c *httpUpstreamConn) readyCh() chan struct{} {
+	c.once.Do(func() { c.ready = make(chan struct{}) })
+	return c.ready
+}
+
+// SessionID returns the upstream session id ("" before initialize, or for a
+// server that assigns none).
+func (c *httpUpstreamConn) SessionID() string { return c.current().SessionID() }
+
+func (c *httpUpstreamConn) current() mcp.Connection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// Read waits for the first write's fallback decision, then reads from the
+// chosen connection, learning the protocol version from the initialize
+// response.
+func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.readyCh():
+	}
+	msg, err := c.current().Read(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
+		if id, ok := c.initID.Load().(jsonrpc.ID); ok && id == resp.ID {
+			var r struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(resp.Result, &r) == nil && r.ProtocolVersion != "" {
+				c.rt.version.Store(r.ProtocolVersion)
+			}
+		}
+	}
+	return msg, nil
+}
+
+// Write sends msg; the first write decides whether the server speaks
+// Streamable HTTP.
+func (c *httpUpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if c.decided.Load() {
+		return c.current().Write(ctx, msg)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decided.Load() {
+		return c.conn.Write(ctx, msg)
+	}
+	defer func() {
+		c.decided.Store(true)
+		close(c.readyCh())
+	}()
+	req, isInit := msg.(*jsonrpc.Request)
+	isInit = isInit && req.Method == methodInitialize
+	if isInit {
+		c.initID.Store(req.ID)
+	}
+	err := c.conn.Write(ctx, msg)
+	if err == nil || !isInit || !fallbackStatus(c.rt.firstPOST.Load()) {
+		return err
+	}
+	sse := &mcp.SSEClientTransport{Endpoint: c.t.URL, HTTPClient: c.client, MaxEventSize: c.limit}
+	conn, serr := sse.Connect(ctx)
+	if serr != nil {
+		return fmt.Errorf("mcpproxy: the upstream speaks neither Streamable HTTP nor HTTP+SSE: %w", err)
+	}
+	_ = c.conn.Close()
+	c.conn = conn
+	return c.conn.Write(ctx, msg)
+}
+
+// fallbackStatus reports whether a refused initialize POST means the server
+// may speak only the HTTP+SSE transport.
+func fallbackStatus(status int64) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
+}
+
+// Close closes the connection (for Streamable HTTP, ending the upstream
+// session with DELETE).
+func (c *httpUpstreamConn) Close() error {
+	err := c.current().Close()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
