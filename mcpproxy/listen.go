@@ -35,6 +35,10 @@ const (
 	DefaultMaxRequestBytes = 4 << 20
 )
 
+// EventStoreBytes bounds the messages an HTTPHandler keeps for redelivery,
+// over all its sessions.
+const EventStoreBytes = 32 << 20
+
 // CodeTooManySessions is the JSON-RPC error code of a new session refused
 // because HTTPOptions.MaxSessions sessions are open.
 const CodeTooManySessions = -32001
@@ -81,6 +85,10 @@ type HTTPHandler struct {
 
 	ctx    context.Context // ends every session when cancelled
 	cancel context.CancelFunc
+	// events keeps what each session's streams carried, bounded, so that
+	// a message written before the client opened its GET stream, or while
+	// a stream was cut, is delivered when it (re)connects.
+	events *mcp.MemoryEventStore
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
@@ -113,8 +121,10 @@ func NewHTTPHandler(newSession SessionFunc, opts *HTTPOptions) (*HTTPHandler, er
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(EventStoreBytes)
 	return &HTTPHandler{newSession: newSession, max: o.MaxSessions, idle: o.IdleTimeout, token: o.Token,
-		maxBody: o.MaxRequestBytes, ctx: ctx, cancel: cancel, sessions: map[string]*httpSession{}}, nil
+		maxBody: o.MaxRequestBytes, ctx: ctx, cancel: cancel, events: events, sessions: map[string]*httpSession{}}, nil
 }
 
 // Sessions returns how many sessions are open.
@@ -283,7 +293,7 @@ func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 		h.mu.Unlock()
 		return nil, http.StatusServiceUnavailable, fmt.Errorf("hybridctx: too many MCP sessions (at most %d); end one first", h.max)
 	}
-	s := &httpSession{h: h, id: id, transport: &mcp.StreamableServerTransport{SessionID: id},
+	s := &httpSession{h: h, id: id, transport: &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events},
 		ready: make(chan struct{}), done: make(chan struct{})}
 	h.sessions[id] = s
 	h.wg.Add(1)
