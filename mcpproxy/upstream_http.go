@@ -23,6 +23,8 @@ var ErrInvalidURL = errors.New("the upstream URL must be an absolute http or htt
 // response stream when the server allows it), falling back to the 2024-11-05
 // HTTP+SSE transport when the server refuses the first request (initialize)
 // the way a server that speaks only that transport does (400, 404 or 405).
+// The choice is made by the first message the server accepts, or by the
+// initialize request.
 type HTTPUpstream struct {
 	// URL is the server's MCP endpoint (for the fallback, its SSE
 	// endpoint).
@@ -68,13 +70,13 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 }
 
 // upstreamRoundTripper adds the configured headers and the negotiated
-// protocol version to every request, and remembers the status of the first
+// protocol version to every request, and remembers the status of the latest
 // POST so that the transport can tell whether to fall back.
 type upstreamRoundTripper struct {
 	next      http.RoundTripper
 	header    http.Header
 	version   atomic.Value // string: the negotiated protocol version
-	firstPOST atomic.Int64 // status of the first POST; 0 before it
+	lastPOST atomic.Int64 // status of the latest POST
 }
 
 func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -90,7 +92,7 @@ func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, er
 	}
 	resp, err := rt.next.RoundTrip(r)
 	if err == nil && req.Method == http.MethodPost {
-		rt.firstPOST.CompareAndSwap(0, int64(resp.StatusCode))
+		rt.lastPOST.Store(int64(resp.StatusCode))
 	}
 	return resp, err
 }
@@ -163,17 +165,20 @@ func (c *httpUpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error
 	if c.decided.Load() {
 		return c.conn.Write(ctx, msg)
 	}
-	defer func() {
-		c.decided.Store(true)
-		close(c.readyCh())
-	}()
 	req, isInit := msg.(*jsonrpc.Request)
 	isInit = isInit && req.Method == methodInitialize
 	if isInit {
 		c.initID.Store(req.ID)
 	}
 	err := c.conn.Write(ctx, msg)
-	if err == nil || !isInit || !fallbackStatus(c.rt.firstPOST.Load()) {
+	if err != nil && !isInit {
+		// Not decided yet: a newer client may first try server/discover,
+		// which an HTTP+SSE server refuses too.
+		return err
+	}
+	c.decided.Store(true)
+	defer close(c.readyCh())
+	if err == nil || !fallbackStatus(c.rt.lastPOST.Load()) {
 		return err
 	}
 	sse := &mcp.SSEClientTransport{Endpoint: c.t.URL, HTTPClient: c.client, MaxEventSize: c.limit}
