@@ -143,7 +143,8 @@ func (b *bounder) boundTyped(ctx context.Context, call hybridctx.Call, res *mcp.
 }
 
 // boundTypedBlocks decides every typed content block, then applies the
-// whole-result bound to the blocks kept inline (measured as their JSON). It
+// whole-result bound to the blocks kept inline (measured by their payload,
+// as the threshold is). It
 // returns the new blocks (nil when none changed) and whether any changed;
 // refs learns the stored references.
 func (b *bounder) boundTypedBlocks(ctx context.Context, call hybridctx.Call, blocks []mcp.Content, refs map[artifact.Ref]bool) ([]mcp.Content, bool, error) {
@@ -163,8 +164,8 @@ func (b *bounder) boundTypedBlocks(ctx context.Context, call hybridctx.Call, blo
 		if repls[i] = repl; repl != nil {
 			stored = true
 			refs[ref] = true
-		} else if sizes[i], err = typedSize(c); err != nil {
-			return nil, false, err
+		} else {
+			sizes[i] = payloadSize(payload)
 		}
 	}
 	for _, i := range hybridctx.OverResultBound(sizes, b.resultBound()) {
@@ -195,13 +196,18 @@ func (b *bounder) boundTypedBlocks(ctx context.Context, call hybridctx.Call, blo
 	return out, true, nil
 }
 
-// typedSize is the size of a typed block as the client receives it.
-func typedSize(c mcp.Content) (int64, error) {
-	raw, err := c.MarshalJSON()
-	if err != nil {
-		return 0, fmt.Errorf("mcpproxy: encoding a content block: %w", err)
+// payloadSize is the size of a decided payload, as the offloader measures
+// it: the bytes of a string, []byte or json.RawMessage.
+func payloadSize(payload any) int64 {
+	switch p := payload.(type) {
+	case string:
+		return int64(len(p))
+	case []byte:
+		return int64(len(p))
+	case json.RawMessage:
+		return int64(len(p))
 	}
-	return int64(len(raw)), nil
+	return 0
 }
 
 // typedPayload returns what is decided for one typed block: the text of a
@@ -428,7 +434,7 @@ func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, bloc
 		if err != nil {
 			return nil, false, err
 		}
-		repls[i], sizes[i] = repl, int64(len(raw))
+		repls[i], sizes[i] = repl, payloadSize(wirePayloadOf(raw))
 		if repl != nil {
 			sizes[i] = -1
 			refs[ref] = true
@@ -459,6 +465,12 @@ func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, bloc
 		}
 	}
 	return out, changed, nil
+}
+
+// wirePayloadOf returns the payload wirePayload finds in a block.
+func wirePayloadOf(raw json.RawMessage) any {
+	p, _, _, _ := wirePayload(raw)
+	return p
 }
 
 // resultBound returns the offloader's whole-result bound.
