@@ -18,7 +18,7 @@ func TestOverResultBound(t *testing.T) {
 		{nil, 10, nil},
 		{[]int64{5, 5}, 10, nil},
 		{[]int64{5, 6}, 10, []int{1}},
-		{[]int64{4, 4, 4, 4}, 10, []int{0, 1}},  // equal sizes: earlier first
+		{[]int64{4, 4, 4, 4}, 10, []int{0, 1}},   // equal sizes: earlier first
 		{[]int64{9, -1, 3, 20}, 10, []int{3, 0}}, // -1 is not inline
 		{[]int64{3, 3, 3}, 0, []int{0, 1, 2}},
 	}

@@ -73,9 +73,9 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 // protocol version to every request, and remembers the status of the latest
 // POST so that the transport can tell whether to fall back.
 type upstreamRoundTripper struct {
-	next      http.RoundTripper
-	header    http.Header
-	version   atomic.Value // string: the negotiated protocol version
+	next     http.RoundTripper
+	header   http.Header
+	version  atomic.Value // string: the negotiated protocol version
 	lastPOST atomic.Int64 // status of the latest POST
 }
 
