@@ -269,7 +269,7 @@ func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request) {
 	s, status, err := h.start(r.Context())
 	if err != nil {
 		code := jsonrpc.CodeInternalError
-		if status == http.StatusServiceUnavailable {
+		if status == http.StatusForbidden {
 			code = CodeTooManySessions
 		}
 		writeRPCError(w, status, req.ID, int64(code), err.Error())
@@ -291,7 +291,9 @@ func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 		return nil, http.StatusServiceUnavailable, errors.New("hybridctx: the proxy is shutting down")
 	case len(h.sessions) >= h.max:
 		h.mu.Unlock()
-		return nil, http.StatusServiceUnavailable, fmt.Errorf("hybridctx: too many MCP sessions (at most %d); end one first", h.max)
+		// 403, not 503: clients treat 503 as transient and drop the body
+		// that says what to do.
+		return nil, http.StatusForbidden, fmt.Errorf("hybridctx: too many MCP sessions (at most %d); end one first", h.max)
 	}
 	s := &httpSession{h: h, id: id, transport: &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events},
 		ready: make(chan struct{}), done: make(chan struct{})}

@@ -228,7 +228,7 @@ func TestListenMaxSessions(t *testing.T) {
 	a := r.connect(t, nil)
 	r.connect(t, nil)
 	resp, body := post(t, r.srv.URL, "", initialize)
-	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "too many MCP sessions") {
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, `"code":-32001`) || !strings.Contains(body, "too many MCP sessions") {
 		t.Fatalf("third session: %d %s", resp.StatusCode, body)
 	}
 	// The open sessions keep working; ending one makes room.
