@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -287,4 +292,66 @@ func TestMCPListenAndURL(t *testing.T) {
 	if !callTool(t, b, "read_artifact", map[string]any{"reference": ref}).IsError {
 		t.Fatal("another session read the artifact")
 	}
+}
+
+// EnvTestMCPSDK names the node_modules directory holding the pinned
+// TypeScript MCP SDK and Node.js 22 (.ci/conformance.sh --print-sdk
+// installs them and .ci/run exports it). Unset, the test looks in
+// .ci/conformance/node_modules.
+const EnvTestMCPSDK = "HYBRIDCTX_TEST_MCP_SDK"
+
+// typeScriptSDK returns the node binary and the node_modules directory, or
+// skips the test when they are not installed (fails instead when CI=true).
+func typeScriptSDK(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir = os.Getenv(EnvTestMCPSDK)
+	if dir == "" {
+		dir = filepath.Join("..", "..", ".ci", "conformance", "node_modules")
+	}
+	dir, _ = filepath.Abs(dir)
+	node = filepath.Join(dir, ".bin", "node")
+	_, sdkErr := os.Stat(filepath.Join(dir, "@modelcontextprotocol", "sdk", "dist", "esm", "client", "streamableHttp.js"))
+	_, nodeErr := os.Stat(node)
+	if sdkErr != nil || nodeErr != nil {
+		msg := "the TypeScript MCP SDK or Node.js 22 is not installed (run .ci/conformance.sh --print-sdk and set " + EnvTestMCPSDK + ")"
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node, dir
+}
+
+func TestMCPListenTypeScriptClient(t *testing.T) {
+	node, sdk := typeScriptSDK(t)
+	bin := mcpServerBin(t)
+	l := startListen(t, map[string]string{EnvUser: "ada"}, "--workspace", newWorkspace(t), "--", bin)
+	const size = 4 << 20
+	cmd := exec.Command(node, filepath.Join("testdata", "mcp_http_client.mjs"), l.url, fmt.Sprint(size))
+	cmd.Env = append(os.Environ(), EnvTestMCPSDK+"="+sdk)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		ResultBytes      int    `json:"result_bytes"`
+		Size             int    `json:"size"`
+		SHA256           string `json:"sha256"`
+		Total, Pages     int
+		OtherIsError     bool `json:"other_is_error"`
+		SessionIDsDiffer bool `json:"session_ids_differ"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	sum := sha256.Sum256([]byte(catLines(size)))
+	if got.Size != size || got.Total != size || got.SHA256 != hex.EncodeToString(sum[:]) {
+		t.Fatalf("paged back %d bytes (sha256 %s), want %d", got.Total, got.SHA256, size)
+	}
+	if got.ResultBytes > 4096 || !got.OtherIsError || !got.SessionIDsDiffer {
+		t.Fatalf("result %d bytes, other session read it: %v, ids differ: %v", got.ResultBytes, !got.OtherIsError, got.SessionIDsDiffer)
+	}
+	t.Logf("TypeScript client: 4 MiB result as %d bytes, read back exact in %d pages", got.ResultBytes, got.Pages)
 }
