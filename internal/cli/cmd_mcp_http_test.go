@@ -355,3 +355,27 @@ func TestMCPListenTypeScriptClient(t *testing.T) {
 	}
 	t.Logf("TypeScript client: 4 MiB result as %d bytes, read back exact in %d pages", got.ResultBytes, got.Pages)
 }
+
+func FuzzExpandVars(f *testing.F) {
+	for _, s := range []string{"", "plain", "${A}", "x${A}y", "${", "${}", "$${A}", "${1}", "${A_B}${A}"} {
+		f.Add(s)
+	}
+	get := func(k string) string {
+		if k == "A" {
+			return "v"
+		}
+		return ""
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out, err := expandVars(s, get)
+		if err != nil {
+			return
+		}
+		if !strings.Contains(s, "${") && out != s {
+			t.Fatalf("%q changed to %q without a variable", s, out)
+		}
+		if strings.Contains(s, "${A}") && !strings.Contains(out, "v") {
+			t.Fatalf("%q: ${A} not expanded in %q", s, out)
+		}
+	})
+}
