@@ -35,7 +35,19 @@ of images, audio and embedded resources) and structuredContent over it (as
 its JSON) is stored in the workspace and replaced by the bounded notice and a
 resource_link to artifact://sha256/<hex>; stored structuredContent is
 removed, and tools/list loses outputSchema so clients accept the bounded
-results. Smaller blocks pass unchanged.
+results. Smaller blocks pass unchanged, until together they exceed
+--result-threshold (default 4 × --threshold): then the largest are stored
+one by one until the rest fits.
+
+--listen ADDR serves MCP clients over Streamable HTTP at http://ADDR/mcp
+instead of standard input and output: each MCP session gets its own owner
+session and upstream (process), at most --max-sessions at once, ended by
+DELETE or after --idle-timeout. A loopback address checks Host and Origin;
+any other address needs --token-env NAME, the environment variable holding
+the bearer token every request must carry. --url URL connects to an
+upstream server over HTTP (Streamable HTTP, else HTTP+SSE) instead of
+starting CMD; --header 'Name: value' adds request headers, with ${VAR}
+expanded from the environment.
 
 The proxy adds the tool read_artifact {reference, offset?, length?,
 max_bytes?} (budget: min(max_bytes, --budget)) and serves resources/read of
