@@ -110,6 +110,7 @@ func TestMCPListenFigures(t *testing.T) {
 		v50, v95 := percentiles(timeCalls(t, via, 300))
 		t.Logf("small tools/call, round %d: direct stdio p50 %v p95 %v; through --listen p50 %v p95 %v", round, d50, d95, v50, v95)
 	}
+	_ = via.Close() // room for 16 sessions
 
 	const size = 4 << 20
 	want := catLines(size)
