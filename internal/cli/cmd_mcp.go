@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os/exec"
 	"os/user"
 	"time"
@@ -65,6 +66,15 @@ server's standard error passes to this process's standard error. When the
 server exits or crashes while the client is connected, the waiting requests
 get an error, and the proxy exits 1 with one line on standard error.
 
+Malformed messages never end the session: a line from the client that is not
+JSON-RPC 2.0, or is over --max-message, is answered with a JSON-RPC error
+(-32700 or -32600) when it carries an id, else dropped; from the server, such
+a line is dropped (a request it answered gets an error). Only the first
+response to each forwarded request reaches the client: a second one, one for
+a request the proxy answers itself, or one for an id never sent is dropped.
+Each drop is one warning line on standard error (side, reason, count; never
+content). Request ids are answered exactly as the client wrote them.
+
 Example MCP client configuration:
   {"command": "hybridctx", "args": ["mcp", "--workspace", "/home/ada/.hybridctx",
    "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/src"]}
@@ -90,7 +100,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	f.Int64Var(&o.resultThreshold, "result-threshold", 0, "most bytes the inline blocks of one result may total (0: 4 × --threshold)")
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
-	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server, in bytes (> 0)")
+	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server or the client, in bytes (> 0); a larger one gets a JSON-RPC error")
 	o.http.register(f)
 	return cmd
 }
@@ -125,6 +135,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		return err
 	}
 	defer finish()
+	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes, ResultThreshold: o.resultThreshold}
 	newProxy := func(owner artifact.Owner) (*mcpproxy.Proxy, error) {
 		binding, err := hybridctx.NewBinding(owner, store)
@@ -139,7 +150,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		if err != nil {
 			return nil, internal("mcp", err)
 		}
-		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep})
+		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger})
 		if err != nil {
 			return nil, usagef("%v", err)
 		}
@@ -152,7 +163,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	client := &mcp.IOTransport{Reader: io.NopCloser(a.env.Stdin), Writer: nopWriteCloser{a.env.Stdout}}
+	client := &mcpproxy.Stream{Reader: a.env.Stdin, Writer: a.env.Stdout, MaxMessageBytes: o.maxMessage}
 	return mcpExit(proxy.Run(ctx, upstream(), client))
 }
 
@@ -252,9 +263,3 @@ func writeRunSummary(w io.Writer, s runSummary) {
 	}
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// nopWriteCloser is standard output for the client transport: closing the
-// connection must not close the process's standard output.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
