@@ -35,6 +35,7 @@ type listenRig struct {
 	mu    sync.Mutex
 	cmds  []*exec.Cmd
 	ups   []*upstream
+	css   []*mcp.ClientSession
 	n     int
 	procs bool // upstream is a helper process per session
 }
@@ -136,7 +137,26 @@ func (r *listenRig) connect(t *testing.T, opts *mcp.ClientOptions) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cs.Close() })
+	r.mu.Lock()
+	r.css = append(r.css, cs)
+	r.mu.Unlock()
 	return &rig{cs: cs}
+}
+
+// finish ends every client, session and upstream now, then checks that no
+// goroutine is left behind.
+func (r *listenRig) finish(t *testing.T, before goleak.Option) {
+	t.Helper()
+	r.mu.Lock()
+	css := r.css
+	r.mu.Unlock()
+	for _, cs := range css {
+		_ = cs.Close()
+	}
+	_ = r.h.Close()
+	r.srv.Close()
+	http.DefaultClient.CloseIdleConnections()
+	goleak.VerifyNone(t, before)
 }
 
 func TestListenBoundsPagesAndIsolates(t *testing.T) {
@@ -224,6 +244,7 @@ func TestListenServerToClientFlows(t *testing.T) {
 }
 
 func TestListenMaxSessions(t *testing.T) {
+	before := goleak.IgnoreCurrent()
 	r := newListenRig(t, false, &HTTPOptions{MaxSessions: 2})
 	a := r.connect(t, nil)
 	r.connect(t, nil)
@@ -236,6 +257,38 @@ func TestListenMaxSessions(t *testing.T) {
 	_ = a.cs.Close()
 	waitFor(t, func() bool { return r.h.Sessions() == 1 })
 	r.connect(t, nil).call(t, "small", nil)
+	// A flood: every extra session is refused, none is left behind.
+	for i := 0; i < 20; i++ {
+		if resp, _ := post(t, r.srv.URL, "", initialize); resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("flood %d: %d", i, resp.StatusCode)
+		}
+	}
+	if n := r.h.Sessions(); n != 2 {
+		t.Fatalf("%d sessions after the flood", n)
+	}
+	r.finish(t, before)
+}
+
+func TestListenSlowUpstreamDoesNotBlockOthers(t *testing.T) {
+	r := newListenRig(t, false, nil)
+	a, b := r.connect(t, nil), r.connect(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow", Arguments: map[string]any{}})
+		done <- err
+	}()
+	r.mu.Lock()
+	up := r.ups[0]
+	r.mu.Unlock()
+	<-up.slowStarted
+	// While a waits on its slow upstream, b and a's own other calls go on.
+	b.call(t, "small", nil)
+	a.call(t, "small", nil)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("the cancelled slow call succeeded")
+	}
 }
 
 func TestListenDeleteEndsUpstreamProcess(t *testing.T) {
@@ -303,6 +356,7 @@ func post(t *testing.T, url, session, body string, header ...string) (*http.Resp
 }
 
 func TestListenBadInput(t *testing.T) {
+	before := goleak.IgnoreCurrent()
 	r := newListenRig(t, false, &HTTPOptions{MaxRequestBytes: 1024})
 	good := r.connect(t, nil)
 	cases := []struct {
@@ -332,6 +386,7 @@ func TestListenBadInput(t *testing.T) {
 		t.Fatalf("loopback origin refused: %d", resp.StatusCode)
 	}
 	good.call(t, "small", nil)
+	r.finish(t, before)
 }
 
 func TestListenToken(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -139,7 +140,7 @@ func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	msg, err := c.current().Read(ctx)
 	if err != nil {
-		return nil, err
+		return nil, c.redact(err)
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
 		if id, ok := c.initID.Load().(jsonrpc.ID); ok && id == resp.ID {
@@ -157,6 +158,10 @@ func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // Write sends msg; the first write decides whether the server speaks
 // Streamable HTTP.
 func (c *httpUpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	return c.redact(c.write(ctx, msg))
+}
+
+func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error {
 	if c.decided.Load() {
 		return c.current().Write(ctx, msg)
 	}
@@ -190,6 +195,31 @@ func (c *httpUpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error
 	c.conn = conn
 	return c.conn.Write(ctx, msg)
 }
+
+// redact keeps the upstream URL (whose query may hold a key) out of error
+// text; errors.Is and errors.As still reach the original.
+func (c *httpUpstreamConn) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := strings.ReplaceAll(msg, c.t.URL, "<upstream URL>")
+	if u, perr := url.Parse(c.t.URL); perr == nil && u.RawQuery != "" {
+		red = strings.ReplaceAll(red, u.RawQuery, "<query>")
+	}
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
 
 // fallbackStatus reports whether a refused initialize POST means the server
 // may speak only the HTTP+SSE transport.

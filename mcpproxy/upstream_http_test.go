@@ -6,10 +6,12 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -130,5 +132,21 @@ func TestHTTPUpstreamBadURL(t *testing.T) {
 	}
 	if err := <-done; !errors.Is(err, ErrUpstreamClosed) {
 		t.Fatalf("Run: %v", err)
+	}
+}
+
+func TestHTTPUpstreamErrorsHideTheURL(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	u := srv.URL + "/mcp?key=sekrit-q"
+	srv.Close() // nothing listens: the POST fails
+	conn, err := (&HTTPUpstream{URL: u}).Connect(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	id, _ := jsonrpc.MakeID(1.0)
+	err = conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "initialize", Params: []byte(`{}`)})
+	if err == nil || strings.Contains(err.Error(), "sekrit") || strings.Contains(err.Error(), u) {
+		t.Fatalf("error %v", err)
 	}
 }
