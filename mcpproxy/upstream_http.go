@@ -67,7 +67,9 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &httpUpstreamConn{t: t, client: &client, rt: rt, limit: limit, conn: conn}, nil
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &httpUpstreamConn{t: t, client: &client, rt: rt, limit: limit, conn: conn, pctx: pctx, pcancel: pcancel,
+		in: make(chan readResult), extra: make(chan jsonrpc.Message)}, nil
 }
 
 // upstreamRoundTripper adds the configured headers and the negotiated
@@ -112,6 +114,23 @@ type httpUpstreamConn struct {
 	initID  atomic.Value // jsonrpc.ID of the initialize request
 	ready   chan struct{}
 	once    sync.Once
+
+	// After the decision, one goroutine reads the connection into in, and
+	// the standalone stream (Streamable HTTP) sends into extra; both stop
+	// when pctx ends (Close).
+	pctx     context.Context
+	pcancel  context.CancelFunc
+	pump     sync.Once
+	in       chan readResult
+	extra    chan jsonrpc.Message
+	openedSA atomic.Bool
+	fellBack atomic.Bool
+	workers  sync.WaitGroup
+}
+
+type readResult struct {
+	msg jsonrpc.Message
+	err error
 }
 
 func (c *httpUpstreamConn) readyCh() chan struct{} {
@@ -138,9 +157,35 @@ func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		return nil, ctx.Err()
 	case <-c.readyCh():
 	}
-	msg, err := c.current().Read(ctx)
-	if err != nil {
-		return nil, c.redact(err)
+	c.pump.Do(func() {
+		conn := c.current()
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			for {
+				msg, err := conn.Read(c.pctx)
+				select {
+				case c.in <- readResult{msg, err}:
+				case <-c.pctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
+	var msg jsonrpc.Message
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msg = <-c.extra:
+		return msg, nil
+	case r := <-c.in:
+		if r.err != nil {
+			return nil, c.redact(r.err)
+		}
+		msg = r.msg
 	}
 	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
 		if id, ok := c.initID.Load().(jsonrpc.ID); ok && id == resp.ID {
@@ -150,14 +195,33 @@ func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if json.Unmarshal(resp.Result, &r) == nil && r.ProtocolVersion != "" {
 				c.rt.version.Store(r.ProtocolVersion)
 			}
+			c.startStandalone()
 		}
 	}
 	return msg, nil
 }
 
+// startStandalone opens the standalone stream once the upstream session
+// exists (Streamable HTTP with a session id only).
+func (c *httpUpstreamConn) startStandalone() {
+	conn := c.current()
+	sc, ok := conn.(interface{ SessionID() string })
+	if !ok || c.fellBack.Load() || sc.SessionID() == "" || !c.openedSA.CompareAndSwap(false, true) {
+		return
+	}
+	c.workers.Add(1)
+	go func() {
+		defer c.workers.Done()
+		c.runStandalone(c.pctx, sc.SessionID(), c.extra)
+	}()
+}
+
 // Write sends msg; the first write decides whether the server speaks
 // Streamable HTTP.
 func (c *httpUpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodInitialize {
+		c.initID.Store(req.ID)
+	}
 	return c.redact(c.write(ctx, msg))
 }
 
@@ -172,9 +236,6 @@ func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error
 	}
 	req, isInit := msg.(*jsonrpc.Request)
 	isInit = isInit && req.Method == methodInitialize
-	if isInit {
-		c.initID.Store(req.ID)
-	}
 	err := c.conn.Write(ctx, msg)
 	if err != nil && !isInit {
 		// Not decided yet: a newer client may first try server/discover,
@@ -193,6 +254,7 @@ func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error
 	}
 	_ = c.conn.Close()
 	c.conn = conn
+	c.fellBack.Store(true)
 	return c.conn.Write(ctx, msg)
 }
 
@@ -230,7 +292,9 @@ func fallbackStatus(status int64) bool {
 // Close closes the connection (for Streamable HTTP, ending the upstream
 // session with DELETE).
 func (c *httpUpstreamConn) Close() error {
+	c.pcancel()
 	err := c.current().Close()
+	c.workers.Wait()
 	if errors.Is(err, io.EOF) {
 		return nil
 	}
