@@ -205,6 +205,7 @@ func TestListenServerToClientFlows(t *testing.T) {
 	progress.Add(1)
 	var once sync.Once
 	c := r.connect(t, &mcp.ClientOptions{
+		//lint:ignore SA1019 sampling is deprecated from 2026-07-28 on, and still forwarded for the versions before
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "pong"}}, nil
 		},
