@@ -207,6 +207,7 @@ func TestListenServerToClientFlows(t *testing.T) {
 	c := r.connect(t, &mcp.ClientOptions{
 		//lint:ignore SA1019 sampling is deprecated from 2026-07-28 on, and still forwarded for the versions before
 		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			//lint:ignore SA1019 as above
 			return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "pong"}}, nil
 		},
 		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) {
