@@ -1,7 +1,9 @@
 // Package mcpproxy bounds the tool results of MCP servers (built on the
 // official Go SDK, github.com/modelcontextprotocol/go-sdk/mcp): as a proxy in
-// front of any server (Proxy, which "hybridctx mcp" runs over stdio), or
-// inside a Go MCP server (Middleware and AddReadTools).
+// front of any server (Proxy, which "hybridctx mcp" runs over stdio or,
+// through HTTPHandler, over Streamable HTTP, one proxy session per MCP
+// session; upstreams are a Command or an HTTPUpstream), or inside a Go MCP
+// server (Middleware and AddReadTools).
 //
 // # Bounding a tools/call result
 //
@@ -11,6 +13,9 @@
 // resource_link, an unknown type) on its JSON. A block whose other fields
 // (_meta, annotations, MIME type) are themselves over the threshold is
 // decided on its whole JSON instead, so nothing unbounded stays inline.
+// Then the whole-result bound (SPEC §11.2): when the blocks kept inline
+// total more than the policy's ResultBound, the largest of them are stored,
+// one by one, until the rest fits.
 // structuredContent gets one decision on its JSON; the result's remaining
 // fields (_meta and unknown keys) get one when together they exceed the
 // threshold.
