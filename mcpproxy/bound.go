@@ -50,9 +50,16 @@ func (b *bounder) replace(ctx context.Context, call hybridctx.Call, payload any,
 	if err != nil {
 		return nil, artifact.Ref{}, err
 	}
+	repl, ref := b.outcomeBlocks(out, mime, ann)
+	return repl, ref, nil
+}
+
+// outcomeBlocks returns the blocks that take a decided payload's place (nil
+// when it stays inline) and the stored reference, as replace describes.
+func (b *bounder) outcomeBlocks(out *hybridctx.Offload, mime string, ann *mcp.Annotations) ([]mcp.Content, artifact.Ref) {
 	switch out.Outcome() {
 	case hybridctx.Inline:
-		return nil, artifact.Ref{}, nil
+		return nil, artifact.Ref{}
 	case hybridctx.Offloaded, hybridctx.ExistingReference:
 		size, _ := out.Diagnostics().ObservedBytes()
 		if b.remember != nil {
@@ -61,12 +68,12 @@ func (b *bounder) replace(ctx context.Context, call hybridctx.Call, payload any,
 		return []mcp.Content{
 			&mcp.TextContent{Text: out.Notice, Annotations: ann},
 			&mcp.ResourceLink{URI: out.Ref.String(), Name: linkName(out.Ref), MIMEType: mime, Size: &size, Annotations: ann},
-		}, out.Ref, nil
+		}, out.Ref
 	}
 	// failed, recovery_required: the categorical notice says what happened;
 	// the payload is not shown (it would break the bound), and not lost
 	// silently.
-	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}, nil
+	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}
 }
 
 // linkName is the resource_link name of a stored payload.
@@ -296,6 +303,20 @@ var protocolKeys = map[string]bool{"content": true, "structuredContent": true, "
 // it does not rewrite is kept byte for byte; when nothing was stored or
 // failed it returns result itself.
 func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result json.RawMessage) (json.RawMessage, error) {
+	return b.boundWireWith(ctx, call, result, nil)
+}
+
+// decided is a content block decided before boundWireWith runs (a payload
+// streamed into the offloader): its replacement (nil: it stays inline) and
+// stored reference.
+type decided struct {
+	repl []mcp.Content
+	ref  artifact.Ref
+}
+
+// boundWireWith is boundWire with the blocks at the indexes of pre already
+// decided.
+func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result json.RawMessage, pre map[int]decided) (json.RawMessage, error) {
 	ctx = withReporter(ctx, b.reporter)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(result, &fields); err != nil || fields == nil {
@@ -322,10 +343,14 @@ func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result jso
 		out, err = appendEncoded(out, repl)
 		return err
 	}
-	for _, raw := range blocks {
-		repl, ref, err := b.decideWire(ctx, call, raw)
-		if err != nil {
-			return nil, err
+	for i, raw := range blocks {
+		d, ok := pre[i]
+		repl, ref := d.repl, d.ref
+		if !ok {
+			var err error
+			if repl, ref, err = b.decideWire(ctx, call, raw); err != nil {
+				return nil, err
+			}
 		}
 		if repl == nil {
 			out = append(out, raw)
@@ -333,6 +358,7 @@ func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result jso
 		}
 		changed = true
 		refs[ref] = true
+		var err error
 		if out, err = appendEncoded(out, repl); err != nil {
 			return nil, err
 		}
