@@ -60,9 +60,16 @@ func (b *bounder) decide(ctx context.Context, call hybridctx.Call, payload any, 
 	if err != nil {
 		return nil, artifact.Ref{}, err
 	}
+	repl, ref := b.outcomeBlocks(out, mime, ann)
+	return repl, ref, nil
+}
+
+// outcomeBlocks returns the blocks that take a decided payload's place (nil
+// when it stays inline) and the stored reference, as replace describes.
+func (b *bounder) outcomeBlocks(out *hybridctx.Offload, mime string, ann *mcp.Annotations) ([]mcp.Content, artifact.Ref) {
 	switch out.Outcome() {
 	case hybridctx.Inline:
-		return nil, artifact.Ref{}, nil
+		return nil, artifact.Ref{}
 	case hybridctx.Offloaded, hybridctx.ExistingReference:
 		size, _ := out.Diagnostics().ObservedBytes()
 		if b.remember != nil {
@@ -71,12 +78,12 @@ func (b *bounder) decide(ctx context.Context, call hybridctx.Call, payload any, 
 		return []mcp.Content{
 			&mcp.TextContent{Text: out.Notice, Annotations: ann},
 			&mcp.ResourceLink{URI: out.Ref.String(), Name: linkName(out.Ref), MIMEType: mime, Size: &size, Annotations: ann},
-		}, out.Ref, nil
+		}, out.Ref
 	}
 	// failed, recovery_required: the categorical notice says what happened;
 	// the payload is not shown (it would break the bound), and not lost
 	// silently.
-	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}, nil
+	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}
 }
 
 // linkName is the resource_link name of a stored payload.
@@ -354,6 +361,20 @@ var protocolKeys = map[string]bool{"content": true, "structuredContent": true, "
 // it does not rewrite is kept byte for byte; when nothing was stored or
 // failed it returns result itself.
 func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result json.RawMessage) (json.RawMessage, error) {
+	return b.boundWireWith(ctx, call, result, nil)
+}
+
+// decided is a content block decided before boundWireWith runs (a payload
+// streamed into the offloader): its replacement (nil: it stays inline) and
+// stored reference.
+type decided struct {
+	repl []mcp.Content
+	ref  artifact.Ref
+}
+
+// boundWireWith is boundWire with the blocks at the indexes of pre already
+// decided.
+func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result json.RawMessage, pre map[int]decided) (json.RawMessage, error) {
 	ctx = withReporter(ctx, b.reporter)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(result, &fields); err != nil || fields == nil {
@@ -380,7 +401,7 @@ func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result jso
 		out, err = appendEncoded(out, repl)
 		return err
 	}
-	blockOut, blockChanged, err := b.boundWireBlocks(ctx, call, blocks, refs)
+	blockOut, blockChanged, err := b.boundWireBlocks(ctx, call, blocks, refs, pre)
 	if err != nil {
 		return nil, err
 	}
@@ -422,19 +443,27 @@ func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result jso
 	return json.Marshal(fields)
 }
 
-// boundWireBlocks decides every content block on the wire, then applies the
-// whole-result bound to the blocks kept inline. It returns the blocks that
+// boundWireBlocks decides every content block on the wire (those in pre
+// were decided already), then applies the whole-result bound to the blocks
+// kept inline. It returns the blocks that
 // take their place and whether any block changed; refs learns the stored
 // references.
-func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, blocks []json.RawMessage, refs map[artifact.Ref]bool) ([]json.RawMessage, bool, error) {
+func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, blocks []json.RawMessage, refs map[artifact.Ref]bool, pre map[int]decided) ([]json.RawMessage, bool, error) {
 	repls := make([][]mcp.Content, len(blocks))
 	sizes := make([]int64, len(blocks))
 	for i, raw := range blocks {
-		repl, ref, err := b.decideWire(ctx, call, raw)
-		if err != nil {
-			return nil, false, err
+		d, ok := pre[i]
+		repl, ref := d.repl, d.ref
+		if !ok {
+			var err error
+			if repl, ref, err = b.decideWire(ctx, call, raw); err != nil {
+				return nil, false, err
+			}
 		}
 		repls[i], sizes[i] = repl, payloadSize(wirePayloadOf(raw))
+		if ok {
+			sizes[i] = -1 // decided while it streamed: never stored again
+		}
 		if repl != nil {
 			sizes[i] = -1
 			refs[ref] = true

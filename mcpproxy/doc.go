@@ -69,5 +69,25 @@
 // list-changed notifications, requests from the server to the client
 // (sampling, elicitation, roots) and cancellation in both directions —
 // passes as it is. Command runs the upstream as a child process speaking
-// stdio.
+// stdio; Stream serves the client over a byte stream (standard input and
+// output).
+//
+// Only the first response to each request the proxy forwarded reaches the
+// client; a second one, one carrying the id of a request the proxy serves
+// itself, and one for an id never sent are dropped (Options.Logger counts
+// them, without content). Over Stream and Command, ids are answered
+// exactly as the client wrote them, and a malformed line never ends the
+// session: a client line is answered with -32700 or -32600 when it carries
+// an id (else dropped), an upstream line is dropped (the request it names,
+// if any, gets an error), and a line over the message limit is skipped in
+// constant memory.
+//
+// A large tools/call result from a Command upstream is streamed: once a
+// line passes 1 MiB inside the first content block's text, or an image or
+// audio block's base64 data, written after the message's id and the block's
+// type (the usual order), the payload is unescaped or decoded on the fly
+// into the offloader, and only the rest of the message is held; memory
+// stays flat whatever the payload's size. Other large messages (the payload
+// first in another block, structuredContent, embedded resources, results
+// the proxy does not bound) are still read whole, up to the message limit.
 package mcpproxy
