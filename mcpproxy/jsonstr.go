@@ -2,6 +2,8 @@ package mcpproxy
 
 import (
 	"bufio"
+	"encoding/base64"
+	byteorder "encoding/binary"
 	"errors"
 	"io"
 	"unicode"
@@ -34,6 +36,86 @@ var plain = func() (t [256]bool) {
 	return t
 }()
 
+// decodeRun decodes from buf into out what needs no look beyond buf:
+// plain ASCII, whole valid UTF-8 characters, short escapes and \uXXXX
+// escapes whose surrogate partner (if any) is in buf too. It returns the
+// bytes consumed and written, stopping at the closing quote, at anything
+// malformed or cut by the end of buf, and when out is full; special
+// handles those one at a time.
+func decodeRun(buf, out []byte) (i, w int) {
+	for i < len(buf) && w < len(out) {
+		if i+8 <= len(buf) && w+8 <= len(out) {
+			x := byteorder.LittleEndian.Uint64(buf[i:])
+			if (x|hasLess(x, 0x20)|hasZero(x^0x2222222222222222)|hasZero(x^0x5c5c5c5c5c5c5c5c))&0x8080808080808080 == 0 {
+				byteorder.LittleEndian.PutUint64(out[w:], x)
+				i, w = i+8, w+8
+				continue
+			}
+		}
+		switch c := buf[i]; {
+		case c < utf8.RuneSelf && plain[c]:
+			out[w] = c
+			i, w = i+1, w+1
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(buf[i:])
+			if r == utf8.RuneError && size == 1 || w+size > len(out) {
+				return i, w
+			}
+			copy(out[w:], buf[i:i+size])
+			i, w = i+size, w+size
+		case c == '\\' && i+1 < len(buf):
+			e := escapes[buf[i+1]]
+			if e == 0 {
+				if buf[i+1] != 'u' {
+					return i, w
+				}
+				di, dw := unicodeRun(buf[i:], out[w:])
+				if di == 0 {
+					return i, w
+				}
+				i, w = i+di, w+dw
+				continue
+			}
+			out[w] = e
+			i, w = i+2, w+1
+		default:
+			return i, w
+		}
+	}
+	return i, w
+}
+
+// escapes maps the letter of a short escape to its byte (0: not one).
+var escapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unicodeRun decodes the \uXXXX escape at buf[0] (and its low surrogate)
+// as unicodeEscape does, when buf holds all it needs and out has room; it
+// returns 0, 0 otherwise.
+func unicodeRun(buf, out []byte) (int, int) {
+	if len(out) < utf8.UTFMax {
+		return 0, 0
+	}
+	r := hex4(buf)
+	if r < 0 {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return 6, utf8.EncodeRune(out, r)
+	}
+	if len(buf) < 12 {
+		return 0, 0 // the partner may be in the next read
+	}
+	if dec := utf16.DecodeRune(r, hex4(buf[6:])); dec != unicode.ReplacementChar {
+		return 12, utf8.EncodeRune(out, dec)
+	}
+	return 6, utf8.EncodeRune(out, unicode.ReplacementChar)
+}
+
+// hasZero has the high bit set in each byte of x that is zero (and maybe
+// in higher ones after a zero); hasLess, in each byte below n (n <= 128).
+func hasZero(x uint64) uint64    { return (x - 0x0101010101010101) & ^x & 0x8080808080808080 }
+func hasLess(x, n uint64) uint64 { return (x - 0x0101010101010101*n) & ^x & 0x8080808080808080 }
+
 func (s *strReader) Read(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -52,13 +134,8 @@ func (s *strReader) Read(p []byte) (int, error) {
 			break
 		}
 		buf, _ = s.br.Peek(s.br.Buffered())
-		i := 0
-		for i < len(buf) && i < len(p)-n && plain[buf[i]] {
-			i++
-		}
-		if i > 0 {
-			copy(p[n:], buf[:i])
-			n += i
+		if i, w := decodeRun(buf, p[n:]); i > 0 {
+			n += w
 			_, _ = s.br.Discard(i)
 			continue
 		}
@@ -194,4 +271,69 @@ func (s *strReader) nonASCII() {
 	}
 	s.np, s.ip = copy(s.pending[:], b[:size]), 0
 	_, _ = s.br.Discard(size)
+}
+
+// b64Reader decodes standard base64 read from r, in large chunks, exactly
+// as base64.StdEncoding.Decode decodes the whole text (what encoding/json
+// does for a []byte): '\r' and '\n' are skipped, and padding may only end
+// the text.
+type b64Reader struct {
+	r      io.Reader
+	in     []byte
+	nin    int // characters carried to the next chunk (< 4)
+	dec    []byte
+	out    []byte
+	padded bool
+	eof    bool
+	err    error
+}
+
+func newB64Reader(r io.Reader) *b64Reader {
+	return &b64Reader{r: r, in: make([]byte, streamBuffer), dec: make([]byte, streamBuffer/4*3)}
+}
+
+func (b *b64Reader) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.eof {
+			return 0, io.EOF
+		}
+		k, err := b.r.Read(b.in[b.nin:])
+		w := b.nin
+		for _, c := range b.in[b.nin : b.nin+k] {
+			if c != '\r' && c != '\n' {
+				b.in[w] = c
+				w++
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			b.eof = true
+		case err != nil:
+			b.err = err
+			continue
+		}
+		use := w
+		if !b.eof {
+			use -= w % 4
+		}
+		if use > 0 {
+			if b.padded {
+				b.err = base64.CorruptInputError(0) // text after the padding
+				continue
+			}
+			m, derr := base64.StdEncoding.Decode(b.dec, b.in[:use])
+			if derr != nil {
+				b.err = derr
+				continue
+			}
+			b.out, b.padded = b.dec[:m], b.in[use-1] == '='
+		}
+		b.nin = copy(b.in, b.in[use:w])
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
 }

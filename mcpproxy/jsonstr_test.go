@@ -3,10 +3,12 @@ package mcpproxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
 )
 
 // FuzzStrReader: the streamed decoding of a JSON string is byte for byte
@@ -48,4 +50,24 @@ func readChunks(r io.Reader, n int) ([]byte, error) {
 			return out, err
 		}
 	}
+}
+
+// FuzzB64Reader: chunked decoding gives what base64.StdEncoding.Decode
+// gives the whole text, or fails when it fails.
+func FuzzB64Reader(f *testing.F) {
+	for _, s := range []string{"", "QQ==", "QUJD", "QUJDRA==", "QU\r\nJD", "QQ==QQ==", "QUJ", "Q===", "!!!!", "QUJDRA=="} {
+		f.Add([]byte(s), uint8(3))
+	}
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		want := make([]byte, base64.StdEncoding.DecodedLen(len(in)))
+		n, werr := base64.StdEncoding.Decode(want, in)
+		b := newB64Reader(iotest.OneByteReader(bytes.NewReader(in)))
+		if chunk%2 == 0 {
+			b = newB64Reader(bytes.NewReader(in))
+		}
+		got, gerr := readChunks(b, int(chunk)%5+1)
+		if (werr != nil) != (gerr != nil) || werr == nil && !bytes.Equal(got, want[:n]) {
+			t.Fatalf("%q: got %q, %v; want %q, %v", in, got, gerr, want[:n], werr)
+		}
+	})
 }

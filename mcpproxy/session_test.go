@@ -30,6 +30,12 @@ func newRawRig(t *testing.T, limit int) *rawRig { t.Helper(); return newRawRigWi
 // newRawRigWith is newRawRig with the proxy adjusted by tune before Run.
 func newRawRigWith(t *testing.T, limit int, tune func(*Proxy)) *rawRig {
 	t.Helper()
+	return newRawRigOn(t, "mem://", limit, tune)
+}
+
+// newRawRigOn is newRawRigWith on the workspace at url.
+func newRawRigOn(t *testing.T, url string, limit int, tune func(*Proxy)) *rawRig {
+	t.Helper()
 	r := &rawRig{done: make(chan error, 1), log: &syncBuffer{}}
 	cr, cw := io.Pipe()   // client → proxy
 	pr, pw := io.Pipe()   // proxy → client
@@ -37,7 +43,7 @@ func newRawRigWith(t *testing.T, limit int, tune func(*Proxy)) *rawRig {
 	usr, usw := io.Pipe() // upstream → proxy
 	r.toProxy, r.fromProxy = cw, bufio.NewReaderSize(pr, 1<<20)
 	r.upIn, r.upOut = bufio.NewReaderSize(ur, 1<<20), usw
-	bind := proxyFor(t, openStore(t, "mem://"), owner("s1"), nil)
+	bind := proxyFor(t, openStore(t, url), owner("s1"), nil)
 	bind.log = slog.New(slog.NewTextHandler(r.log, nil))
 	r.proxy = bind
 	if tune != nil {

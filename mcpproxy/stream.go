@@ -15,8 +15,8 @@ import (
 
 // Streaming large tools/call results from a newline-delimited upstream.
 //
-// When an upstream line grows past streamAbove bytes inside the first
-// content block's payload — a text block's "text", or an image or audio
+// When an upstream line grows past streamAbove bytes inside a content
+// block's payload (earlier blocks whole before it) — a text block's "text", or an image or audio
 // block's base64 "data", with the message's id and the block's type written
 // before it (the order every common server writes) — and the id is a
 // forwarded tools/call, the payload is unescaped (and base64-decoded) on the
@@ -99,13 +99,14 @@ func (l *lineRest) drain() {
 
 // streamHead is where a streamable payload starts in a line's prefix.
 type streamHead struct {
-	id   json.RawMessage
-	kind string // "text" or "data"
-	body int    // index of the payload's first byte, after its quote
+	id    json.RawMessage
+	kind  string // "text" or "data"
+	index int    // the block's index in content
+	body  int    // index of the payload's first byte, after its quote
 }
 
-// parseStreamHead recognizes {…"id":…,"result":{…"content":[{"type":T,…
-// "text"|"data":"… in prefix, with the payload string still open at its end.
+// parseStreamHead recognizes {…"id":…,"result":{…"content":[{…},…,
+// {"type":T,…"text"|"data":"… in prefix, with the payload string still open at its end.
 func parseStreamHead(prefix []byte) (streamHead, bool) {
 	var h streamHead
 	p := &headParser{b: prefix}
@@ -143,7 +144,21 @@ func parseStreamHead(prefix []byte) (streamHead, bool) {
 			return h, false
 		}
 	}
-	if !p.open('[') || !p.open('{') {
+	if !p.open('[') {
+		return h, false
+	}
+	// Earlier blocks are whole in the prefix; the payload is in the first
+	// one that is not.
+	for ; ; h.index++ {
+		if h.index > 0 && !p.open(',') {
+			return h, false
+		}
+		p.i = skipSpace(p.b, p.i)
+		if _, ok := p.value(); !ok {
+			break
+		}
+	}
+	if !p.open('{') {
 		return h, false
 	}
 	var typ string
@@ -300,7 +315,7 @@ func (s *session) streamResult(c *call, prefix []byte, h streamHead, lr *lineRes
 	sr := &strReader{br: br}
 	var payload io.Reader = sr
 	if h.kind == "data" {
-		payload = base64.NewDecoder(base64.StdEncoding, sr)
+		payload = newB64Reader(sr)
 	}
 	b := &s.p.bound
 	call := hybridctx.Call{Tool: c.tool, ID: callID(c.id)}
@@ -327,15 +342,16 @@ func (s *session) streamResult(c *call, prefix []byte, h streamHead, lr *lineRes
 	}
 	var fields map[string]json.RawMessage
 	var blocks []json.RawMessage
-	if json.Unmarshal(m.result, &fields) != nil || json.Unmarshal(fields["content"], &blocks) != nil || len(blocks) == 0 {
+	if json.Unmarshal(m.result, &fields) != nil || json.Unmarshal(fields["content"], &blocks) != nil || len(blocks) <= h.index {
 		return nil, errBadString
 	}
-	_, mime, ann, payloadKey := wirePayload(blocks[0])
-	if payloadKey != map[string]string{"text": "text", "data": "data"}[h.kind] || restSize(blocks[0], payloadKey) > b.threshold() {
+	blk := blocks[h.index]
+	_, mime, ann, payloadKey := wirePayload(blk)
+	if payloadKey != map[string]string{"text": "text", "data": "data"}[h.kind] || restSize(blk, payloadKey) > b.threshold() {
 		return nil, errNotBounded
 	}
 	repl, ref := b.outcomeBlocks(out, mime, ann)
-	return b.boundWireWith(ctx, call, m.result, map[int]decided{0: {repl: repl, ref: ref}})
+	return b.boundWireWith(ctx, call, m.result, map[int]decided{h.index: {repl: repl, ref: ref}})
 }
 
 // callKey is the id key of a call.

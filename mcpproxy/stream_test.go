@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -82,6 +84,9 @@ func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage,
 		payloadBlock += `,"annotations":{"audience":["user"],"priority":0.5}`
 	}
 	blocks := payloadBlock + "}"
+	if len(seed)%2 == 1 { // small blocks before the streamed one
+		blocks = `{"type":"text","text":"lead"},{"type":"resource_link","uri":"file:///x","name":"x"},` + blocks
+	}
 	if shape&4 != 0 {
 		blocks += `,{"type":"text","text":"small"},{"type":"text","text":` + jsonQuote(strings.Repeat("second ", 400), 0) + `}`
 	}
@@ -167,5 +172,48 @@ func TestStreamedLimitsAndDrops(t *testing.T) {
 	}
 	if n := strings.Count(r.log.String(), "message dropped"); n != 2 {
 		t.Fatalf("%d drops logged, want 2:\n%s", n, r.log.String())
+	}
+}
+
+// patternReader yields n bytes of a repeated ASCII pattern without holding
+// them.
+type patternReader struct{ n int }
+
+func (p *patternReader) Read(b []byte) (int, error) {
+	if p.n == 0 {
+		return 0, io.EOF
+	}
+	const pat = "line of a long streamed tool result, plain text\\n"
+	k := min(len(b), p.n)
+	for i := range b[:k] {
+		b[i] = pat[i%len(pat)]
+	}
+	p.n -= k
+	return k, nil
+}
+
+// TestStreamedMemoryFlat: a 64 MiB text result goes through the proxy (the
+// real streaming length, a directory workspace) allocating a small fraction
+// of its size: it is never held whole.
+func TestStreamedMemoryFlat(t *testing.T) {
+	const size = 64 << 20
+	r := newRawRigOn(t, t.TempDir(), 0, nil)
+	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big"}}`)
+	r.upRecv(t)
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	line := io.MultiReader(strings.NewReader(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"`),
+		&patternReader{n: size}, strings.NewReader(`"}],"isError":false}}`+"\n"))
+	go func() { _, _ = io.Copy(r.upOut, line) }()
+	l, _ := r.fromProxy.ReadString('\n') // no deadline: slow under -race; a hang fails by the test timeout
+	runtime.ReadMemStats(&after)
+	if !strings.Contains(l, "artifact://sha256/") || r.proxy.streamed.Load() != 1 {
+		t.Fatalf("answer: %.300s", l)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
+		t.Fatalf("allocated %d MiB for a %d MiB result", alloc>>20, size>>20)
+	} else {
+		t.Logf("allocated %.1f MiB for a %d MiB result", float64(alloc)/(1<<20), size>>20)
 	}
 }
