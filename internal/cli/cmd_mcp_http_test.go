@@ -379,3 +379,32 @@ func FuzzExpandVars(f *testing.F) {
 		}
 	})
 }
+
+func TestMCPURLNotMCP(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	defer srv.Close()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	stderr := &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(context.Background(), []string{"mcp", "--workspace", newWorkspace(t), "--user", "ada",
+			"--url", srv.URL + "/mcp?key=sekrit-9"}, Env{Stdin: inR, Stdout: outW, Stderr: stderr, Getenv: func(string) string { return "" }})
+		_ = outW.Close()
+	}()
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err == nil {
+		t.Fatal("initialize through a server that speaks no MCP succeeded")
+	}
+	_ = inW.Close()
+	select {
+	case c := <-code:
+		msg := stderr.String()
+		if c != ExitInternal || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "upstream") || strings.Contains(msg, "sekrit") {
+			t.Fatalf("exit %d, stderr %q", c, msg)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the proxy did not exit")
+	}
+}
