@@ -75,6 +75,11 @@ a request the proxy answers itself, or one for an id never sent is dropped.
 Each drop is one warning line on standard error (side, reason, count; never
 content). Request ids are answered exactly as the client wrote them.
 
+A large text block, or an image or audio block's base64 data, in a tools/call
+result is streamed into the workspace as it arrives (unescaped or decoded on
+the fly), so the proxy's memory does not grow with it; --max-message still
+bounds every message.
+
 Example MCP client configuration:
   {"command": "hybridctx", "args": ["mcp", "--workspace", "/home/ada/.hybridctx",
    "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/src"]}
