@@ -178,6 +178,39 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 	return o.offloadBytes(ctx, call, result, b)
 }
 
+// Store decides result like Offload, except that it stores it whatever its
+// size: the whole-result bound (Policy.ResultBound, SPEC §11.2) uses it for
+// parts of a result that are each under the threshold but too large
+// together. A recovered segment is still inlined (recovered_segment_bypass).
+func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadResult, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	switch v := result.(type) {
+	case *Segment:
+		if v != nil && v.valid {
+			return o.bypass(ctx, v)
+		}
+		if v == nil {
+			result = nil
+		}
+	case io.Reader:
+		b, err := io.ReadAll(io.LimitReader(v, o.policy.maxBytes()+1))
+		if err != nil {
+			return nil, err
+		}
+		result = b
+	}
+	b, str, isStr, err := serialize(result)
+	if err != nil {
+		return nil, err
+	}
+	if isStr {
+		b = []byte(str)
+	}
+	return o.offloadBytes(ctx, call, result, b)
+}
+
 // bypass inlines a recovered segment whatever its size: no threshold check,
 // no write (§4 step 2).
 func (o *Offloader) bypass(ctx context.Context, s *Segment) (*OffloadResult, error) {

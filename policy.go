@@ -3,6 +3,8 @@ package hybridctx
 import (
 	"errors"
 	"fmt"
+	"math"
+	"sort"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
@@ -48,7 +50,17 @@ type Policy struct {
 	// PreviewBytes, when > 0, adds to the notice of a text or JSON body its
 	// first whole lines, at most this many bytes (§13). 0 means no preview.
 	PreviewBytes int64
+	// ResultThreshold bounds one result made of several parts (the content
+	// blocks of an MCP tool result): after each part is decided, when the
+	// parts kept inline total more than this many bytes, the largest of them
+	// are stored one by one until the rest fits (SPEC §11.2). Zero means
+	// DefaultResultThresholdFactor × InlineThreshold; it must be >= 0.
+	ResultThreshold int64
 }
+
+// DefaultResultThresholdFactor gives Policy.ResultThreshold when it is zero:
+// this many times the inline threshold.
+const DefaultResultThresholdFactor = 4
 
 // Validate reports whether p is usable. The error wraps ErrInvalidPolicy.
 func (p Policy) Validate() error {
@@ -60,6 +72,9 @@ func (p Policy) Validate() error {
 	}
 	if p.InlineThreshold > p.maxBytes() {
 		return fmt.Errorf("%w: inline threshold %d exceeds the max artifact size %d", ErrInvalidPolicy, p.InlineThreshold, p.maxBytes())
+	}
+	if p.ResultThreshold < 0 {
+		return fmt.Errorf("%w: result threshold must be >= 0", ErrInvalidPolicy)
 	}
 	if n := p.ReadToolName; n != "" {
 		if len(n) > MaxReadToolNameLen {
@@ -73,6 +88,48 @@ func (p Policy) Validate() error {
 		}
 	}
 	return p.validateRetrieval()
+}
+
+// ResultBound returns the whole-result bound: ResultThreshold, or
+// DefaultResultThresholdFactor × InlineThreshold when that is zero.
+func (p Policy) ResultBound() int64 {
+	if p.ResultThreshold > 0 {
+		return p.ResultThreshold
+	}
+	if p.InlineThreshold > math.MaxInt64/DefaultResultThresholdFactor {
+		return math.MaxInt64
+	}
+	return DefaultResultThresholdFactor * p.InlineThreshold
+}
+
+// OverResultBound applies the whole-result bound of SPEC §11.2 to the sizes
+// of the parts a result keeps inline (a negative size marks a part that is
+// not inline and is skipped): it returns the indexes of the parts to store,
+// largest first (the earlier part first among equal sizes), so that the
+// remaining inline parts total at most bound. It returns nil when they
+// already fit.
+func OverResultBound(sizes []int64, bound int64) []int {
+	var total int64
+	order := make([]int, 0, len(sizes))
+	for i, n := range sizes {
+		if n >= 0 {
+			total += n
+			order = append(order, i)
+		}
+	}
+	if total <= bound {
+		return nil
+	}
+	sort.SliceStable(order, func(a, b int) bool { return sizes[order[a]] > sizes[order[b]] })
+	var out []int
+	for _, i := range order {
+		if total <= bound {
+			break
+		}
+		out = append(out, i)
+		total -= sizes[i]
+	}
+	return out
 }
 
 func (p Policy) maxBytes() int64 {

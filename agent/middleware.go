@@ -69,3 +69,33 @@ func (m *Middleware) Wrap(name string, tool ToolFunc) WrappedFunc {
 		return m.Call(ctx, hybridctx.Call{Tool: name, ID: callID}, tool, args)
 	}
 }
+
+// DecideParts decides the parts of one multi-part result (for example the
+// content blocks of an MCP tool result) together: each part as Call would,
+// then, when the parts kept inline total more than the policy's
+// ResultBound, the largest of them are stored one by one until the rest
+// fits (SPEC §11.2). It returns one decision per part, in order. The error
+// is the Offloader's when no decision could be made; decisions made before
+// it were reported.
+func (m *Middleware) DecideParts(ctx context.Context, call hybridctx.Call, parts []any) ([]*hybridctx.OffloadResult, error) {
+	out := make([]*hybridctx.OffloadResult, len(parts))
+	sizes := make([]int64, len(parts))
+	for i, p := range parts {
+		d, err := m.off.Offload(ctx, call, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i], sizes[i] = d, -1
+		if d.Outcome() == hybridctx.Inline && d.Reason() == hybridctx.BelowThreshold {
+			sizes[i], _ = d.Diagnostics().ObservedBytes()
+		}
+	}
+	for _, i := range hybridctx.OverResultBound(sizes, m.off.Policy().ResultBound()) {
+		d, err := m.off.Store(ctx, call, parts[i])
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}

@@ -46,13 +46,30 @@ func withReporter(ctx context.Context, r hybridctx.Reporter) context.Context {
 // the stored reference (zero unless stored). The error is non-nil only when
 // no decision was made (a cancelled context).
 func (b *bounder) replace(ctx context.Context, call hybridctx.Call, payload any, mime string, ann *mcp.Annotations) ([]mcp.Content, artifact.Ref, error) {
-	out, err := b.off.Offload(ctx, call, payload)
+	return b.decide(ctx, call, payload, mime, ann, false)
+}
+
+// decide is replace, storing the payload whatever its size when force is
+// set (the whole-result bound).
+func (b *bounder) decide(ctx context.Context, call hybridctx.Call, payload any, mime string, ann *mcp.Annotations, force bool) ([]mcp.Content, artifact.Ref, error) {
+	decide := b.off.Offload
+	if force {
+		decide = b.off.Store
+	}
+	out, err := decide(ctx, call, payload)
 	if err != nil {
 		return nil, artifact.Ref{}, err
 	}
+	repl, ref := b.outcomeBlocks(out, mime, ann)
+	return repl, ref, nil
+}
+
+// outcomeBlocks returns the blocks that take a decided payload's place (nil
+// when it stays inline) and the stored reference, as replace describes.
+func (b *bounder) outcomeBlocks(out *hybridctx.OffloadResult, mime string, ann *mcp.Annotations) ([]mcp.Content, artifact.Ref) {
 	switch out.Outcome() {
 	case hybridctx.Inline:
-		return nil, artifact.Ref{}, nil
+		return nil, artifact.Ref{}
 	case hybridctx.Offloaded, hybridctx.ExistingReference:
 		size, _ := out.Diagnostics().ObservedBytes()
 		if b.remember != nil {
@@ -61,12 +78,12 @@ func (b *bounder) replace(ctx context.Context, call hybridctx.Call, payload any,
 		return []mcp.Content{
 			&mcp.TextContent{Text: out.Notice, Annotations: ann},
 			&mcp.ResourceLink{URI: out.Ref.String(), Name: linkName(out.Ref), MIMEType: mime, Size: &size, Annotations: ann},
-		}, out.Ref, nil
+		}, out.Ref
 	}
 	// failed, recovery_required: the categorical notice says what happened;
 	// the payload is not shown (it would break the bound), and not lost
 	// silently.
-	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}, nil
+	return []mcp.Content{&mcp.TextContent{Text: out.Notice, Annotations: ann}}, artifact.Ref{}
 }
 
 // linkName is the resource_link name of a stored payload.
@@ -81,30 +98,10 @@ func (b *bounder) threshold() int64 { return b.off.Policy().InlineThreshold }
 // modifies res; it returns res itself when nothing was stored or failed.
 func (b *bounder) boundTyped(ctx context.Context, call hybridctx.Call, res *mcp.CallToolResult) (*mcp.CallToolResult, error) {
 	ctx = withReporter(ctx, b.reporter)
-	var out []mcp.Content
-	changed := false
 	refs := map[artifact.Ref]bool{}
-	for i, c := range res.Content {
-		payload, mime, ann, err := b.typedPayload(c)
-		if err != nil {
-			return nil, err
-		}
-		repl, ref, err := b.replace(ctx, call, payload, mime, ann)
-		if err != nil {
-			return nil, err
-		}
-		if repl == nil {
-			if changed {
-				out = append(out, c)
-			}
-			continue
-		}
-		if !changed {
-			out = append(make([]mcp.Content, 0, len(res.Content)+1), res.Content[:i]...)
-			changed = true
-		}
-		out = append(out, repl...)
-		refs[ref] = true
+	out, changed, err := b.boundTypedBlocks(ctx, call, res.Content, refs)
+	if err != nil {
+		return nil, err
 	}
 	r2 := *res
 	// extra decides structuredContent, or _meta when it alone is oversized.
@@ -150,6 +147,74 @@ func (b *bounder) boundTyped(ctx context.Context, call hybridctx.Call, res *mcp.
 	}
 	r2.Content = out
 	return &r2, nil
+}
+
+// boundTypedBlocks decides every typed content block, then applies the
+// whole-result bound to the blocks kept inline (measured by their payload,
+// as the threshold is). It
+// returns the new blocks (nil when none changed) and whether any changed;
+// refs learns the stored references.
+func (b *bounder) boundTypedBlocks(ctx context.Context, call hybridctx.Call, blocks []mcp.Content, refs map[artifact.Ref]bool) ([]mcp.Content, bool, error) {
+	repls := make([][]mcp.Content, len(blocks))
+	sizes := make([]int64, len(blocks))
+	stored := false
+	for i, c := range blocks {
+		payload, mime, ann, err := b.typedPayload(c)
+		if err != nil {
+			return nil, false, err
+		}
+		repl, ref, err := b.replace(ctx, call, payload, mime, ann)
+		if err != nil {
+			return nil, false, err
+		}
+		sizes[i] = -1
+		if repls[i] = repl; repl != nil {
+			stored = true
+			refs[ref] = true
+		} else {
+			sizes[i] = payloadSize(payload)
+		}
+	}
+	for _, i := range hybridctx.OverResultBound(sizes, b.resultBound()) {
+		payload, mime, ann, err := b.typedPayload(blocks[i])
+		if err != nil {
+			return nil, false, err
+		}
+		repl, ref, err := b.decide(ctx, call, payload, mime, ann, true)
+		if err != nil {
+			return nil, false, err
+		}
+		repls[i], stored = repl, true
+		if !ref.IsZero() {
+			refs[ref] = true
+		}
+	}
+	if !stored {
+		return nil, false, nil
+	}
+	out := make([]mcp.Content, 0, len(blocks)+1)
+	for i, c := range blocks {
+		if repls[i] == nil {
+			out = append(out, c)
+		} else {
+			out = append(out, repls[i]...)
+		}
+	}
+	return out, true, nil
+}
+
+// payloadSize is the size of a decided payload, as the offloader measures
+// it: the bytes of a string, []byte or json.RawMessage.
+func payloadSize(payload any) int64 {
+	switch p := payload.(type) {
+	case string:
+		return int64(len(p))
+	case []byte:
+		return int64(len(p))
+	case json.RawMessage:
+		return int64(len(p))
+	}
+	return 0
 }
 
 // typedPayload returns what is decided for one typed block: the text of a
@@ -296,6 +361,20 @@ var protocolKeys = map[string]bool{"content": true, "structuredContent": true, "
 // it does not rewrite is kept byte for byte; when nothing was stored or
 // failed it returns result itself.
 func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result json.RawMessage) (json.RawMessage, error) {
+	return b.boundWireWith(ctx, call, result, nil)
+}
+
+// decided is a content block decided before boundWireWith runs (a payload
+// streamed into the offloader): its replacement (nil: it stays inline) and
+// stored reference.
+type decided struct {
+	repl []mcp.Content
+	ref  artifact.Ref
+}
+
+// boundWireWith is boundWire with the blocks at the indexes of pre already
+// decided.
+func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result json.RawMessage, pre map[int]decided) (json.RawMessage, error) {
 	ctx = withReporter(ctx, b.reporter)
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(result, &fields); err != nil || fields == nil {
@@ -322,21 +401,11 @@ func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result jso
 		out, err = appendEncoded(out, repl)
 		return err
 	}
-	for _, raw := range blocks {
-		repl, ref, err := b.decideWire(ctx, call, raw)
-		if err != nil {
-			return nil, err
-		}
-		if repl == nil {
-			out = append(out, raw)
-			continue
-		}
-		changed = true
-		refs[ref] = true
-		if out, err = appendEncoded(out, repl); err != nil {
-			return nil, err
-		}
+	blockOut, blockChanged, err := b.boundWireBlocks(ctx, call, blocks, refs, pre)
+	if err != nil {
+		return nil, err
 	}
+	out, changed = append(out, blockOut...), blockChanged
 	if sc, ok := fields["structuredContent"]; ok && !isNull(sc) {
 		repl, ref, err := b.replace(ctx, call, sc, mimeJSON, nil)
 		if err != nil {
@@ -373,6 +442,68 @@ func (b *bounder) boundWire(ctx context.Context, call hybridctx.Call, result jso
 	fields["content"] = content
 	return json.Marshal(fields)
 }
+
+// boundWireBlocks decides every content block on the wire (those in pre
+// were decided already), then applies the whole-result bound to the blocks
+// kept inline. It returns the blocks that
+// take their place and whether any block changed; refs learns the stored
+// references.
+func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, blocks []json.RawMessage, refs map[artifact.Ref]bool, pre map[int]decided) ([]json.RawMessage, bool, error) {
+	repls := make([][]mcp.Content, len(blocks))
+	sizes := make([]int64, len(blocks))
+	for i, raw := range blocks {
+		d, ok := pre[i]
+		repl, ref := d.repl, d.ref
+		if !ok {
+			var err error
+			if repl, ref, err = b.decideWire(ctx, call, raw); err != nil {
+				return nil, false, err
+			}
+		}
+		repls[i], sizes[i] = repl, payloadSize(wirePayloadOf(raw))
+		if ok {
+			sizes[i] = -1 // decided while it streamed: never stored again
+		}
+		if repl != nil {
+			sizes[i] = -1
+			refs[ref] = true
+		}
+	}
+	for _, i := range hybridctx.OverResultBound(sizes, b.resultBound()) {
+		payload, mime, ann, _ := wirePayload(blocks[i])
+		repl, ref, err := b.decide(ctx, call, payload, mime, ann, true)
+		if err != nil {
+			return nil, false, err
+		}
+		repls[i] = repl
+		if !ref.IsZero() {
+			refs[ref] = true
+		}
+	}
+	out := make([]json.RawMessage, 0, len(blocks)+1)
+	changed := false
+	for i, raw := range blocks {
+		if repls[i] == nil {
+			out = append(out, raw)
+			continue
+		}
+		changed = true
+		var err error
+		if out, err = appendEncoded(out, repls[i]); err != nil {
+			return nil, false, err
+		}
+	}
+	return out, changed, nil
+}
+
+// wirePayloadOf returns the payload wirePayload finds in a block.
+func wirePayloadOf(raw json.RawMessage) any {
+	p, _, _, _ := wirePayload(raw)
+	return p
+}
+
+// resultBound returns the offloader's whole-result bound.
+func (b *bounder) resultBound() int64 { return b.off.Policy().ResultBound() }
 
 // extras returns the JSON of a result's keys outside protocolKeys, and
 // those keys.

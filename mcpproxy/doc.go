@@ -1,7 +1,9 @@
 // Package mcpproxy bounds the tool results of MCP servers (built on the
 // official Go SDK, github.com/modelcontextprotocol/go-sdk/mcp): as a proxy in
-// front of any server (Proxy, which "hybridctx mcp" runs over stdio), or
-// inside a Go MCP server (Middleware and AddReadTools).
+// front of any server (Proxy, which "hybridctx mcp" runs over stdio or,
+// through HTTPHandler, over Streamable HTTP, one proxy session per MCP
+// session; upstreams are a Command or an HTTPUpstream), or inside a Go MCP
+// server (Middleware and AddReadTools).
 //
 // # Bounding a tools/call result
 //
@@ -11,6 +13,9 @@
 // resource_link, an unknown type) on its JSON. A block whose other fields
 // (_meta, annotations, MIME type) are themselves over the threshold is
 // decided on its whole JSON instead, so nothing unbounded stays inline.
+// Then the whole-result bound (SPEC §11.2): when the blocks kept inline
+// total more than the policy's ResultBound, the largest of them are stored,
+// one by one, until the rest fits.
 // structuredContent gets one decision on its JSON; the result's remaining
 // fields (_meta and unknown keys) get one when together they exceed the
 // threshold.
@@ -68,5 +73,25 @@
 // list-changed notifications, requests from the server to the client
 // (sampling, elicitation, roots) and cancellation in both directions —
 // passes as it is. Command runs the upstream as a child process speaking
-// stdio.
+// stdio; Stream serves the client over a byte stream (standard input and
+// output).
+//
+// Only the first response to each request the proxy forwarded reaches the
+// client; a second one, one carrying the id of a request the proxy serves
+// itself, and one for an id never sent are dropped (Options.Logger counts
+// them, without content). Over Stream and Command, ids are answered
+// exactly as the client wrote them, and a malformed line never ends the
+// session: a client line is answered with -32700 or -32600 when it carries
+// an id (else dropped), an upstream line is dropped (the request it names,
+// if any, gets an error), and a line over the message limit is skipped in
+// constant memory.
+//
+// A large tools/call result from a Command upstream is streamed: once a
+// line passes 1 MiB inside a content block's text, or an image or audio
+// block's base64 data, written after the message's id and the block's type
+// (the usual order), the payload is unescaped or decoded on the fly
+// into the offloader, and only the rest of the message is held; memory
+// stays flat whatever the payload's size. Other large messages (a second
+// large payload after the streamed one, structuredContent, embedded resources, results
+// the proxy does not bound) are still read whole, up to the message limit.
 package mcpproxy

@@ -3,6 +3,7 @@ package mcpproxy_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -91,4 +92,46 @@ func ExampleProxy() {
 	// true 100000 bytes, 1 lines, text; stored outside this conversation.
 	// artifact://sha256/ 100000
 	// <nil>
+}
+
+// Over HTTP, every MCP session gets its own proxy (its own owner, so
+// sessions never read each other's results) and its own upstream.
+func ExampleNewHTTPHandler() {
+	ctx := context.Background()
+	store, _ := backend.Open(ctx, "mem://", nil)
+	defer store.Close()
+	upstream := mcp.NewServer(&mcp.Implementation{Name: "files", Version: "1"}, nil)
+	upstream.AddTool(&mcp.Tool{Name: "cat", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 100000)}}}, nil
+		})
+	n := 0
+	h, _ := mcpproxy.NewHTTPHandler(func(ctx context.Context, _ string) (*mcpproxy.Proxy, mcp.Transport, error) {
+		n++
+		bind, _ := hybridctx.NewBinding(artifact.Owner{User: "ada", Workflow: "fs", Session: fmt.Sprint("s", n)}, store)
+		off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 16384}, nil)
+		reh, _ := hybridctx.NewRehydrator(bind, nil)
+		proxy, err := mcpproxy.NewProxy(off, reh, nil)
+		st, ct := mcp.NewInMemoryTransports()
+		go func() {
+			ss, err := upstream.Connect(context.Background(), st, nil)
+			if err == nil {
+				_ = ss.Wait()
+			}
+		}()
+		return proxy, ct, err
+	}, &mcpproxy.HTTPOptions{MaxSessions: 4})
+	defer h.Close()
+	srv := httptest.NewServer(h) // mount at /mcp in a real server
+	defer srv.Close()
+
+	cs, _ := mcp.NewClient(&mcp.Implementation{Name: "ide", Version: "1"}, nil).
+		Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL}, nil)
+	defer cs.Close()
+	res, _ := cs.CallTool(ctx, &mcp.CallToolParams{Name: "cat", Arguments: map[string]any{}})
+	fmt.Println(strings.Split(res.Content[0].(*mcp.TextContent).Text, "\n")[1])
+	fmt.Println(h.Sessions(), "session")
+	// Output:
+	// 100000 bytes, 1 lines, text; stored outside this conversation.
+	// 1 session
 }

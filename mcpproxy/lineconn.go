@@ -10,6 +10,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -71,7 +72,19 @@ type lineConn struct {
 
 	wmu sync.Mutex
 	w   io.Writer
+
+	large atomic.Pointer[streamer] // streams long lines (upstream side)
 }
+
+// streamer is a largeHook and the line length past which it is offered a
+// line.
+type streamer struct {
+	hook  largeHook
+	above int
+}
+
+// setLarge installs the hook that may stream a line longer than above.
+func (c *lineConn) setLarge(h largeHook, above int) { c.large.Store(&streamer{hook: h, above: above}) }
 
 // lineRead is one line read: a message, a malformed one, or the end.
 type lineRead struct {
@@ -93,9 +106,11 @@ func newLineConn(r io.Reader, w io.Writer, limit int, closeFn func() error) *lin
 
 func (c *lineConn) readLoop(br *bufio.Reader, limit int) {
 	for {
-		line, bad, err := readLine(br, limit)
+		line, bad, err := readLine(br, limit, &c.large)
 		var r lineRead
 		switch {
+		case err == nil && bad == nil && line == nil:
+			continue // streamed by the hook
 		case err != nil:
 			r.err = err
 		case bad != nil:
@@ -118,12 +133,24 @@ func (c *lineConn) readLoop(br *bufio.Reader, limit int) {
 
 // readLine returns the next line without its newline. A line over limit
 // bytes is consumed in constant memory and returned as a *badMessage
-// carrying its id when the scanner found one. At the end of input it
-// returns io.EOF.
-func readLine(br *bufio.Reader, limit int) ([]byte, *badMessage, error) {
-	var buf []byte
+// carrying its id when the scanner found one. A line that grows past
+// the hook's length is offered to it (when set); when the hook consumed it,
+// readLine returns nothing at all. At the end of input it returns io.EOF.
+func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]byte, *badMessage, error) {
+	buf := []byte{}
 	var over *idScanner
+	offered := false
 	for {
+		if hook := large.Load(); hook != nil && !offered && over == nil && len(buf) >= hook.above {
+			offered = true
+			rest := &lineRest{br: br, budget: -1}
+			if limit >= 0 {
+				rest.budget = limit - len(buf)
+			}
+			if hook.hook(buf, rest) {
+				return nil, nil, nil
+			}
+		}
 		chunk, err := br.ReadSlice('\n')
 		content := chunk
 		if err == nil {

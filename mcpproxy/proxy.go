@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,6 +54,10 @@ type Proxy struct {
 	tmplJSON  json.RawMessage
 	mimes     mimeCache
 	log       *slog.Logger
+	// streamAbove is the upstream line length past which a tools/call
+	// payload is streamed (see stream.go).
+	streamAbove int
+	streamed    atomic.Int64 // payloads streamed, for tests
 }
 
 // NewProxy returns a Proxy that stores oversized blocks with off and serves
@@ -66,7 +71,7 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}}
+	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}, streamAbove: streamAbove}
 	if opts != nil {
 		p.log = opts.Logger
 	}
@@ -108,6 +113,9 @@ func (p *Proxy) Run(ctx context.Context, upstream, downstream mcp.Transport) err
 	sctx, cancel := context.WithCancel(ctx)
 	s := &session{p: p, ctx: sctx, cancel: cancel, wctx: context.WithoutCancel(ctx), up: wireOf(up), down: wireOf(down),
 		pending: map[string]*call{}, local: map[string]context.CancelFunc{}}
+	if l, ok := s.up.(interface{ setLarge(largeHook, int) }); ok && p.bound.threshold() <= int64(p.streamAbove/8) {
+		l.setLarge(s.streamLarge, p.streamAbove)
+	}
 	return s.run(ctx)
 }
 

@@ -25,7 +25,16 @@ type rawRig struct {
 	proxy     *Proxy
 }
 
-func newRawRig(t *testing.T, limit int) *rawRig {
+func newRawRig(t *testing.T, limit int) *rawRig { t.Helper(); return newRawRigWith(t, limit, nil) }
+
+// newRawRigWith is newRawRig with the proxy adjusted by tune before Run.
+func newRawRigWith(t *testing.T, limit int, tune func(*Proxy)) *rawRig {
+	t.Helper()
+	return newRawRigOn(t, "mem://", limit, tune)
+}
+
+// newRawRigOn is newRawRigWith on the workspace at url.
+func newRawRigOn(t *testing.T, url string, limit int, tune func(*Proxy)) *rawRig {
 	t.Helper()
 	r := &rawRig{done: make(chan error, 1), log: &syncBuffer{}}
 	cr, cw := io.Pipe()   // client → proxy
@@ -34,9 +43,12 @@ func newRawRig(t *testing.T, limit int) *rawRig {
 	usr, usw := io.Pipe() // upstream → proxy
 	r.toProxy, r.fromProxy = cw, bufio.NewReaderSize(pr, 1<<20)
 	r.upIn, r.upOut = bufio.NewReaderSize(ur, 1<<20), usw
-	bind := proxyFor(t, openStore(t, "mem://"), owner("s1"), nil)
+	bind := proxyFor(t, openStore(t, url), owner("s1"), nil)
 	bind.log = slog.New(slog.NewTextHandler(r.log, nil))
 	r.proxy = bind
+	if tune != nil {
+		tune(bind)
+	}
 	up := &Stream{Reader: usr, Writer: uw, MaxMessageBytes: limit}
 	down := &Stream{Reader: cr, Writer: pw, MaxMessageBytes: limit}
 	go func() { r.done <- bind.Run(context.Background(), up, down) }()

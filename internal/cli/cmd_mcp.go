@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"os/exec"
 	"os/user"
-	"path/filepath"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctx/hybridctx"
@@ -36,7 +36,19 @@ of images, audio and embedded resources) and structuredContent over it (as
 its JSON) is stored in the workspace and replaced by the bounded notice and a
 resource_link to artifact://sha256/<hex>; stored structuredContent is
 removed, and tools/list loses outputSchema so clients accept the bounded
-results. Smaller blocks pass unchanged.
+results. Smaller blocks pass unchanged, until together they exceed
+--result-threshold (default 4 × --threshold): then the largest are stored
+one by one until the rest fits.
+
+--listen ADDR serves MCP clients over Streamable HTTP at http://ADDR/mcp
+instead of standard input and output: each MCP session gets its own owner
+session and upstream (process), at most --max-sessions at once, ended by
+DELETE or after --idle-timeout. A loopback address checks Host and Origin;
+any other address needs --token-env NAME, the environment variable holding
+the bearer token every request must carry. --url URL connects to an
+upstream server over HTTP (Streamable HTTP, else HTTP+SSE) instead of
+starting CMD; --header 'Name: value' adds request headers, with ${VAR}
+expanded from the environment.
 
 The proxy adds the read tools, served by itself: read_artifact {reference,
 offset?, length? | start_line, line_count?, max_bytes?}, search_artifact and
@@ -67,57 +79,67 @@ a request the proxy answers itself, or one for an id never sent is dropped.
 Each drop is one warning line on standard error (side, reason, count; never
 content). Request ids are answered exactly as the client wrote them.
 
+A large text block, or an image or audio block's base64 data, in a tools/call
+result is streamed into the workspace as it arrives (unescaped or decoded on
+the fly), so the proxy's memory does not grow with it; --max-message still
+bounds every message.
+
 Example MCP client configuration:
   {"command": "hybridctx", "args": ["mcp", "--workspace", "/home/ada/.hybridctx",
    "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/src"]}
 `
 
 type mcpFlags struct {
-	threshold, budget, maxBytes int64
-	maxMessage                  int
-	retrieval                   retrievalFlags
+	threshold, budget, maxBytes, resultThreshold int64
+	maxMessage                                   int
+	retrieval                                    retrievalFlags
+	http                                         mcpHTTPFlags
 }
 
 func (a *app) mcpCommand() *cobra.Command {
 	var o mcpFlags
 	cmd := &cobra.Command{
-		Use:   "mcp [--threshold N] [--budget N] -- CMD [ARGS...]",
+		Use:   "mcp [--threshold N] [--budget N] [--listen ADDR] (--url URL | -- CMD [ARGS...])",
 		Short: "Run an MCP server behind a proxy that bounds its tool results",
 		Long:  withExitCodes(mcpLong),
-		Args:  cobra.MinimumNArgs(1),
+		Args:  cobra.ArbitraryArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.mcp(cmd, args, o) })
 	f := cmd.Flags()
 	f.Int64Var(&o.threshold, "threshold", DefaultMCPThreshold, "largest content block, in bytes, that stays inline (> 0)")
+	f.Int64Var(&o.resultThreshold, "result-threshold", 0, "most bytes the inline blocks of one result may total (0: 4 × --threshold)")
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
 	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server or the client, in bytes (> 0); a larger one gets a JSON-RPC error")
 	o.retrieval.register(f, true)
+	o.http.register(f)
 	return cmd
 }
 
 func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
-	if d := cmd.ArgsLenAtDash(); d > 0 {
-		return usagef(`put the MCP server command after "--": hybridctx mcp [flags] -- CMD ARGS…`)
+	if err := o.validate(cmd, args); err != nil {
+		return err
 	}
-	switch {
-	case o.threshold <= 0:
-		return usagef("--threshold must be > 0")
-	case o.budget <= 0:
-		return usagef("--budget must be > 0")
-	case o.maxBytes < 0:
-		return usagef("--max-bytes must be >= 0")
-	case o.maxMessage <= 0:
-		return usagef("--max-message must be > 0")
+	name := o.http.url
+	if len(args) > 0 {
+		name = args[0]
 	}
-	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes, ResultThreshold: o.resultThreshold}
 	if err := o.retrieval.apply(&policy); err != nil {
 		return err
 	}
 	if err := policy.Validate(); err != nil {
 		return usagef("--threshold/--max-bytes: %v", err)
 	}
-	owner, err := a.mcpOwner(cmd, args[0])
+	owner, err := a.mcpOwner(cmd, name)
+	if err != nil {
+		return err
+	}
+	upstream, err := a.mcpUpstream(args, o)
+	if err != nil {
+		return err
+	}
+	token, err := a.mcpToken(o.http)
 	if err != nil {
 		return err
 	}
@@ -134,28 +156,39 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	}
 	defer release()
 	defer finish()
-	binding, err := hybridctx.NewBinding(owner, store)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	off, err := hybridctx.NewOffloader(binding, policy, nil)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	reh, err := hybridctx.NewRehydrator(binding, o.retrieval.rehydratorOptions())
-	if err != nil {
-		return internal("mcp", err)
-	}
 	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger})
-	if err != nil {
-		return usagef("%v", err)
+	newProxy := func(owner artifact.Owner) (*mcpproxy.Proxy, error) {
+		binding, err := hybridctx.NewBinding(owner, store)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		off, err := hybridctx.NewOffloader(binding, policy, nil)
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		reh, err := hybridctx.NewRehydrator(binding, o.retrieval.rehydratorOptions())
+		if err != nil {
+			return nil, internal("mcp", err)
+		}
+		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger})
+		if err != nil {
+			return nil, usagef("%v", err)
+		}
+		return proxy, nil
 	}
-	server := exec.Command(args[0], args[1:]...)
-	server.Stderr = a.env.Stderr
-	upstream := &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage}
+	if o.http.listen != "" {
+		return a.mcpListen(ctx, cmd, o.http, o.maxMessage, token, owner, newProxy, upstream)
+	}
+	proxy, err := newProxy(owner)
+	if err != nil {
+		return err
+	}
 	client := &mcpproxy.Stream{Reader: a.env.Stdin, Writer: a.env.Stdout, MaxMessageBytes: o.maxMessage}
-	err = proxy.Run(ctx, upstream, client)
+	return mcpExit(proxy.Run(ctx, upstream(), client))
+}
+
+// mcpExit maps the end of a proxy run to the command's exit.
+func mcpExit(err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -165,6 +198,25 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		return &exitError{code: ExitInternal, msg: err.Error(), err: err}
 	}
 	return internal("mcp", err)
+}
+
+// mcpUpstream returns a function making one upstream transport (one per
+// session): the command after "--", or --url.
+func (a *app) mcpUpstream(args []string, o mcpFlags) (func() mcp.Transport, error) {
+	if o.http.url != "" {
+		header, err := a.mcpHeaders(o.http.headers)
+		if err != nil {
+			return nil, err
+		}
+		return func() mcp.Transport {
+			return &mcpproxy.HTTPUpstream{URL: o.http.url, Header: header, MaxMessageBytes: o.maxMessage}
+		}, nil
+	}
+	return func() mcp.Transport {
+		server := exec.Command(args[0], args[1:]...)
+		server.Stderr = a.env.Stderr
+		return &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage}
+	}, nil
 }
 
 // mcpOwner resolves the proxy's owner: flags, then the environment, then the
@@ -184,7 +236,7 @@ func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, erro
 		o.User = u.Username
 	}
 	if o.Workflow == "" {
-		o.Workflow = filepath.Base(command)
+		o.Workflow = workflowName(command)
 	}
 	if o.Session == "" {
 		o.Session = randomID()

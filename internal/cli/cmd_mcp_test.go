@@ -244,7 +244,7 @@ func TestMCPUsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		"no command":      {[]string{"mcp"}, "requires at least 1 arg"},
+		"no command":      {[]string{"mcp"}, "name the MCP server"},
 		"bad threshold":   {[]string{"mcp", "--threshold", "0", "--", "x"}, "--threshold must be > 0"},
 		"bad budget":      {[]string{"mcp", "--budget", "-1", "--", "x"}, "--budget must be > 0"},
 		"bad max-bytes":   {[]string{"mcp", "--max-bytes", "-1", "--", "x"}, "--max-bytes must be >= 0"},

@@ -1,0 +1,339 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"encoding/base64"
+	byteorder "encoding/binary"
+	"errors"
+	"io"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// errBadString means a streamed JSON string is not valid JSON.
+var errBadString = errors.New("mcpproxy: malformed JSON string")
+
+// strReader yields the decoded bytes of a JSON string read from br, whose
+// opening quote has been consumed; it stops after the closing quote. Its
+// output is byte for byte what encoding/json decodes the same string to:
+// invalid UTF-8 and unpaired surrogate escapes become U+FFFD, a valid
+// surrogate pair one rune. Memory is constant whatever the string's length.
+type strReader struct {
+	br      *bufio.Reader
+	pending [utf8.UTFMax]byte // decoded bytes that did not fit the caller's buffer
+	np, ip  int
+	done    bool
+	err     error
+}
+
+// plain marks the bytes copied as they are: not '"', '\\', a control
+// character or the start of a multi-byte character.
+var plain = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+// decodeRun decodes from buf into out what needs no look beyond buf:
+// plain ASCII, whole valid UTF-8 characters, short escapes and \uXXXX
+// escapes whose surrogate partner (if any) is in buf too. It returns the
+// bytes consumed and written, stopping at the closing quote, at anything
+// malformed or cut by the end of buf, and when out is full; special
+// handles those one at a time.
+func decodeRun(buf, out []byte) (i, w int) {
+	for i < len(buf) && w < len(out) {
+		if i+8 <= len(buf) && w+8 <= len(out) {
+			x := byteorder.LittleEndian.Uint64(buf[i:])
+			if (x|hasLess(x, 0x20)|hasZero(x^0x2222222222222222)|hasZero(x^0x5c5c5c5c5c5c5c5c))&0x8080808080808080 == 0 {
+				byteorder.LittleEndian.PutUint64(out[w:], x)
+				i, w = i+8, w+8
+				continue
+			}
+		}
+		switch c := buf[i]; {
+		case c < utf8.RuneSelf && plain[c]:
+			out[w] = c
+			i, w = i+1, w+1
+		case c >= utf8.RuneSelf:
+			r, size := utf8.DecodeRune(buf[i:])
+			if r == utf8.RuneError && size == 1 || w+size > len(out) {
+				return i, w
+			}
+			copy(out[w:], buf[i:i+size])
+			i, w = i+size, w+size
+		case c == '\\' && i+1 < len(buf):
+			e := escapes[buf[i+1]]
+			if e == 0 {
+				if buf[i+1] != 'u' {
+					return i, w
+				}
+				di, dw := unicodeRun(buf[i:], out[w:])
+				if di == 0 {
+					return i, w
+				}
+				i, w = i+di, w+dw
+				continue
+			}
+			out[w] = e
+			i, w = i+2, w+1
+		default:
+			return i, w
+		}
+	}
+	return i, w
+}
+
+// escapes maps the letter of a short escape to its byte (0: not one).
+var escapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// unicodeRun decodes the \uXXXX escape at buf[0] (and its low surrogate)
+// as unicodeEscape does, when buf holds all it needs and out has room; it
+// returns 0, 0 otherwise.
+func unicodeRun(buf, out []byte) (int, int) {
+	if len(out) < utf8.UTFMax {
+		return 0, 0
+	}
+	r := hex4(buf)
+	if r < 0 {
+		return 0, 0
+	}
+	if !utf16.IsSurrogate(r) {
+		return 6, utf8.EncodeRune(out, r)
+	}
+	if len(buf) < 12 {
+		return 0, 0 // the partner may be in the next read
+	}
+	if dec := utf16.DecodeRune(r, hex4(buf[6:])); dec != unicode.ReplacementChar {
+		return 12, utf8.EncodeRune(out, dec)
+	}
+	return 6, utf8.EncodeRune(out, unicode.ReplacementChar)
+}
+
+// hasZero has the high bit set in each byte of x that is zero (and maybe
+// in higher ones after a zero); hasLess, in each byte below n (n <= 128).
+func hasZero(x uint64) uint64    { return (x - 0x0101010101010101) & ^x & 0x8080808080808080 }
+func hasLess(x, n uint64) uint64 { return (x - 0x0101010101010101*n) & ^x & 0x8080808080808080 }
+
+func (s *strReader) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		if s.ip < s.np {
+			c := copy(p[n:], s.pending[s.ip:s.np])
+			s.ip += c
+			n += c
+			continue
+		}
+		if s.done || s.err != nil {
+			break
+		}
+		buf, err := s.br.Peek(1)
+		if len(buf) == 0 {
+			s.err = eofIsBad(err)
+			break
+		}
+		buf, _ = s.br.Peek(s.br.Buffered())
+		if i, w := decodeRun(buf, p[n:]); i > 0 {
+			n += w
+			_, _ = s.br.Discard(i)
+			continue
+		}
+		s.special()
+	}
+	if n == 0 && s.ip >= s.np {
+		if s.err != nil {
+			return 0, s.err
+		}
+		if s.done {
+			return 0, io.EOF
+		}
+	}
+	return n, nil
+}
+
+// eofIsBad turns the end of input inside a string into errBadString.
+func eofIsBad(err error) error {
+	if err == nil || errors.Is(err, io.EOF) {
+		return errBadString
+	}
+	return err
+}
+
+// special decodes the one construct at the reader's position that is not
+// plain: the closing quote, an escape or a non-ASCII character.
+func (s *strReader) special() {
+	b, _ := s.br.Peek(1)
+	switch c := b[0]; {
+	case c == '"':
+		_, _ = s.br.Discard(1)
+		s.done = true
+	case c < 0x20:
+		s.err = errBadString
+	case c == '\\':
+		s.escape()
+	default:
+		s.nonASCII()
+	}
+}
+
+func (s *strReader) emit(r rune) {
+	s.np, s.ip = utf8.EncodeRune(s.pending[:], r), 0
+}
+
+func (s *strReader) escape() {
+	b, err := s.br.Peek(2)
+	if len(b) < 2 {
+		s.err = eofIsBad(err)
+		return
+	}
+	var r rune
+	switch b[1] {
+	case '"', '\\', '/':
+		r = rune(b[1])
+	case 'b':
+		r = '\b'
+	case 'f':
+		r = '\f'
+	case 'n':
+		r = '\n'
+	case 'r':
+		r = '\r'
+	case 't':
+		r = '\t'
+	case 'u':
+		s.unicodeEscape()
+		return
+	default:
+		s.err = errBadString
+		return
+	}
+	_, _ = s.br.Discard(2)
+	s.emit(r)
+}
+
+// unicodeEscape decodes \uXXXX, and the low half that follows a high
+// surrogate, as encoding/json does.
+func (s *strReader) unicodeEscape() {
+	b, err := s.br.Peek(6)
+	r := hex4(b)
+	if r < 0 {
+		s.err = eofIsBad(err)
+		if err == nil {
+			s.err = errBadString
+		}
+		return
+	}
+	_, _ = s.br.Discard(6)
+	if utf16.IsSurrogate(r) {
+		next, _ := s.br.Peek(6)
+		if dec := utf16.DecodeRune(r, hex4(next)); dec != unicode.ReplacementChar {
+			_, _ = s.br.Discard(6)
+			s.emit(dec)
+			return
+		}
+		r = unicode.ReplacementChar
+	}
+	s.emit(r)
+}
+
+// hex4 decodes the XXXX of a \uXXXX at b[0], or returns -1.
+func hex4(b []byte) rune {
+	if len(b) < 6 || b[0] != '\\' || b[1] != 'u' {
+		return -1
+	}
+	var r rune
+	for _, c := range b[2:6] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c = c - 'a' + 10
+		case 'A' <= c && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return -1
+		}
+		r = r*16 + rune(c)
+	}
+	return r
+}
+
+// nonASCII copies one UTF-8 character, or writes U+FFFD for a byte that
+// does not start one.
+func (s *strReader) nonASCII() {
+	b, _ := s.br.Peek(utf8.UTFMax)
+	r, size := utf8.DecodeRune(b)
+	if r == utf8.RuneError && size == 1 {
+		_, _ = s.br.Discard(1)
+		s.emit(unicode.ReplacementChar)
+		return
+	}
+	s.np, s.ip = copy(s.pending[:], b[:size]), 0
+	_, _ = s.br.Discard(size)
+}
+
+// b64Reader decodes standard base64 read from r, in large chunks, exactly
+// as base64.StdEncoding.Decode decodes the whole text (what encoding/json
+// does for a []byte): '\r' and '\n' are skipped, and padding may only end
+// the text.
+type b64Reader struct {
+	r      io.Reader
+	in     []byte
+	nin    int // characters carried to the next chunk (< 4)
+	dec    []byte
+	out    []byte
+	padded bool
+	eof    bool
+	err    error
+}
+
+func newB64Reader(r io.Reader) *b64Reader {
+	return &b64Reader{r: r, in: make([]byte, streamBuffer), dec: make([]byte, streamBuffer/4*3)}
+}
+
+func (b *b64Reader) Read(p []byte) (int, error) {
+	for len(b.out) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		if b.eof {
+			return 0, io.EOF
+		}
+		k, err := b.r.Read(b.in[b.nin:])
+		w := b.nin
+		for _, c := range b.in[b.nin : b.nin+k] {
+			if c != '\r' && c != '\n' {
+				b.in[w] = c
+				w++
+			}
+		}
+		switch {
+		case errors.Is(err, io.EOF):
+			b.eof = true
+		case err != nil:
+			b.err = err
+			continue
+		}
+		use := w
+		if !b.eof {
+			use -= w % 4
+		}
+		if use > 0 {
+			if b.padded {
+				b.err = base64.CorruptInputError(0) // text after the padding
+				continue
+			}
+			m, derr := base64.StdEncoding.Decode(b.dec, b.in[:use])
+			if derr != nil {
+				b.err = derr
+				continue
+			}
+			b.out, b.padded = b.dec[:m], b.in[use-1] == '='
+		}
+		b.nin = copy(b.in, b.in[use:w])
+	}
+	n := copy(p, b.out)
+	b.out = b.out[n:]
+	return n, nil
+}

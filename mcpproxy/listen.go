@@ -1,0 +1,348 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Defaults of HTTPOptions.
+const (
+	// DefaultMaxSessions is how many MCP sessions an HTTPHandler serves at
+	// once unless HTTPOptions.MaxSessions says otherwise.
+	DefaultMaxSessions = 16
+	// DefaultIdleTimeout ends a session that received no request for this
+	// long.
+	DefaultIdleTimeout = 30 * time.Minute
+	// DefaultMaxRequestBytes bounds one HTTP request body (one client
+	// message, or one batch) unless HTTPOptions.MaxRequestBytes says
+	// otherwise.
+	DefaultMaxRequestBytes = 4 << 20
+)
+
+// EventStoreBytes bounds the messages an HTTPHandler keeps for redelivery,
+// over all its sessions.
+const EventStoreBytes = 32 << 20
+
+// CodeTooManySessions is the JSON-RPC error code of a new session refused
+// because HTTPOptions.MaxSessions sessions are open.
+const CodeTooManySessions = -32001
+
+// ErrSessionStart wraps the error a SessionFunc returned.
+var ErrSessionStart = errors.New("cannot start the MCP session")
+
+// HTTPOptions configure an HTTPHandler. A nil *HTTPOptions means defaults.
+type HTTPOptions struct {
+	// MaxSessions bounds the open sessions; a new one past it is refused
+	// with a JSON-RPC error (CodeTooManySessions). Zero means
+	// DefaultMaxSessions.
+	MaxSessions int
+	// IdleTimeout ends a session (and its upstream) when no request of it
+	// arrived for this long. Zero means DefaultIdleTimeout; negative, never.
+	IdleTimeout time.Duration
+	// Token, when set, is the bearer token every request must carry
+	// (Authorization: Bearer <Token>); others get 401. It is never logged
+	// or echoed.
+	Token string
+	// MaxRequestBytes bounds one request body; a larger one gets 413. Zero
+	// means DefaultMaxRequestBytes.
+	MaxRequestBytes int64
+}
+
+// A SessionFunc prepares one new MCP session: the Proxy that bounds it (built
+// on the session's own owner, so sessions never see each other's artifacts)
+// and its upstream transport (one upstream connection or process per
+// session). id is the session's Mcp-Session-Id.
+type SessionFunc func(ctx context.Context, id string) (*Proxy, mcp.Transport, error)
+
+// HTTPHandler serves MCP clients over Streamable HTTP (the official Go SDK's
+// server transport), one proxy session per MCP session (Mcp-Session-Id): a
+// POST of initialize without a session id opens one, DELETE ends it and its
+// upstream, and so do an idle timeout and the upstream's end. Requests
+// arriving on a loopback address must name a loopback Host (and Origin, when
+// they carry one), against DNS rebinding. Mount it at /mcp.
+type HTTPHandler struct {
+	newSession SessionFunc
+	max        int
+	idle       time.Duration
+	token      string
+	maxBody    int64
+
+	ctx    context.Context // ends every session when cancelled
+	cancel context.CancelFunc
+	// events keeps what each session's streams carried, bounded, so that
+	// a message written before the client opened its GET stream, or while
+	// a stream was cut, is delivered when it (re)connects.
+	events *mcp.MemoryEventStore
+
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+// NewHTTPHandler returns a handler starting sessions with newSession.
+func NewHTTPHandler(newSession SessionFunc, opts *HTTPOptions) (*HTTPHandler, error) {
+	if newSession == nil {
+		return nil, fmt.Errorf("%w: a SessionFunc is required", ErrInvalidOptions)
+	}
+	var o HTTPOptions
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case o.MaxSessions < 0:
+		return nil, fmt.Errorf("%w: MaxSessions must be >= 0", ErrInvalidOptions)
+	case o.MaxRequestBytes < 0:
+		return nil, fmt.Errorf("%w: MaxRequestBytes must be >= 0", ErrInvalidOptions)
+	}
+	if o.MaxSessions == 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.IdleTimeout == 0 {
+		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.MaxRequestBytes == 0 {
+		o.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(EventStoreBytes)
+	return &HTTPHandler{newSession: newSession, max: o.MaxSessions, idle: o.IdleTimeout, token: o.Token,
+		maxBody: o.MaxRequestBytes, ctx: ctx, cancel: cancel, events: events, sessions: map[string]*httpSession{}}, nil
+}
+
+// Sessions returns how many sessions are open.
+func (h *HTTPHandler) Sessions() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions)
+}
+
+// Close ends every session and its upstream, and refuses new ones. It waits
+// until every upstream is closed.
+func (h *HTTPHandler) Close() error {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	h.cancel()
+	h.wg.Wait()
+	return nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if status, msg := h.admit(r); status != 0 {
+		if status == http.StatusUnauthorized {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+		}
+		http.Error(w, msg, status)
+		return
+	}
+	if r.Body != nil {
+		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
+	}
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		h.open(w, r)
+		return
+	}
+	s := h.lookup(id)
+	if s == nil {
+		http.Error(w, "Not Found: no such MCP session", http.StatusNotFound)
+		return
+	}
+	switch r.Method {
+	case http.MethodGet:
+		s.transport.ServeHTTP(w, r)
+	case http.MethodPost:
+		s.startRequest()
+		defer s.endRequest()
+		s.transport.ServeHTTP(w, r)
+	case http.MethodDelete:
+		s.end()
+		<-s.done
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// admit checks the bearer token and, on a loopback address, Host and
+// Origin. It returns 0 or the status and a categorical message (never a
+// header's value).
+func (h *HTTPHandler) admit(r *http.Request) (int, string) {
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) {
+		if !isLoopback(r.Host) {
+			return http.StatusForbidden, "Forbidden: the Host header must name a loopback address"
+		}
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !isLoopback(u.Host) {
+				return http.StatusForbidden, "Forbidden: the Origin header must name a loopback address"
+			}
+		}
+	}
+	if h.token != "" {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
+			return http.StatusUnauthorized, "Unauthorized: a valid bearer token is required"
+		}
+	}
+	return 0, ""
+}
+
+// isLoopback reports whether a host, or host:port, is localhost or a
+// loopback IP address.
+func isLoopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// IsLoopbackAddress reports whether a listen address (host:port) is bound to
+// loopback only; an empty host (all interfaces) is not.
+func IsLoopbackAddress(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && host != "" && isLoopback(host)
+}
+
+func (h *HTTPHandler) lookup(id string) *httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// open starts a session for a POST without a session id: the body must be
+// an initialize request.
+func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "Bad Request: cannot read the body", http.StatusBadRequest)
+		return
+	}
+	msg, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "hybridctx: the body is not one JSON-RPC message")
+		return
+	}
+	req, ok := msg.(*jsonrpc.Request)
+	if !ok || !req.IsCall() || req.Method != methodInitialize {
+		id := jsonrpc.ID{}
+		if ok {
+			id = req.ID
+		}
+		writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "hybridctx: a new MCP session starts with initialize (send Mcp-Session-Id otherwise)")
+		return
+	}
+	s, status, err := h.start(r.Context())
+	if err != nil {
+		code := jsonrpc.CodeInternalError
+		if status == http.StatusForbidden {
+			code = CodeTooManySessions
+		}
+		writeRPCError(w, status, req.ID, int64(code), err.Error())
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	s.startRequest()
+	defer s.endRequest()
+	s.transport.ServeHTTP(w, r)
+}
+
+// start opens a session, or returns the HTTP status and a categorical error.
+func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
+	id := rand.Text()
+	h.mu.Lock()
+	switch {
+	case h.closed:
+		h.mu.Unlock()
+		return nil, http.StatusServiceUnavailable, errors.New("hybridctx: the proxy is shutting down")
+	case len(h.sessions) >= h.max:
+		h.mu.Unlock()
+		// 403, not 503: clients treat 503 as transient and drop the body
+		// that says what to do.
+		return nil, http.StatusForbidden, fmt.Errorf("hybridctx: too many MCP sessions (at most %d); end one first", h.max)
+	}
+	s := &httpSession{h: h, id: id, transport: &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events},
+		ready: make(chan struct{}), done: make(chan struct{})}
+	h.sessions[id] = s
+	h.wg.Add(1)
+	h.mu.Unlock()
+
+	proxy, upstream, err := h.newSession(ctx, id)
+	if err != nil {
+		h.remove(s)
+		close(s.done)
+		h.wg.Done()
+		return nil, http.StatusBadGateway, errors.New("hybridctx: cannot start the upstream MCP server")
+	}
+	go s.run(proxy, upstream)
+	select {
+	case <-s.ready:
+		return s, 0, nil
+	case <-s.done:
+		return nil, http.StatusBadGateway, errors.New("hybridctx: cannot start the upstream MCP server")
+	}
+}
+
+func (h *HTTPHandler) remove(s *httpSession) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sessions[s.id] == s {
+		delete(h.sessions, s.id)
+	}
+}
+
+// writeRPCError answers with a JSON-RPC error response.
+func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
+	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
+	if err != nil {
+		http.Error(w, msg, status)
+		return
+	}
+	if !id.IsValid() {
+		// A response to nothing identifiable carries "id": null.
+		var m map[string]json.RawMessage
+		if json.Unmarshal(body, &m) == nil {
+			m["id"] = json.RawMessage("null")
+			if b, err := json.Marshal(m); err == nil {
+				body = b
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}

@@ -1,0 +1,302 @@
+package mcpproxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// ErrInvalidURL means an HTTPUpstream's URL is not an absolute http(s) URL.
+var ErrInvalidURL = errors.New("the upstream URL must be an absolute http or https URL")
+
+// HTTPUpstream is an mcp.Transport to an MCP server over HTTP: Streamable
+// HTTP (the official Go SDK's client transport, which resumes a dropped
+// response stream when the server allows it), falling back to the 2024-11-05
+// HTTP+SSE transport when the server refuses the first request (initialize)
+// the way a server that speaks only that transport does (400, 404 or 405).
+// The choice is made by the first message the server accepts, or by the
+// initialize request.
+type HTTPUpstream struct {
+	// URL is the server's MCP endpoint (for the fallback, its SSE
+	// endpoint).
+	URL string
+	// Header is added to every request. Its values are never logged or
+	// put into errors.
+	Header http.Header
+	// HTTPClient makes the requests; nil means a client without timeout
+	// (responses stream for as long as a tool runs).
+	HTTPClient *http.Client
+	// MaxMessageBytes bounds one message read from the server. Zero means
+	// DefaultMaxMessageBytes; negative, no limit.
+	MaxMessageBytes int
+}
+
+// Connect validates the URL; the network is first used by the first
+// message (initialize).
+func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, ErrInvalidURL
+	}
+	base := t.HTTPClient
+	if base == nil {
+		base = &http.Client{}
+	}
+	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header}
+	if rt.next == nil {
+		rt.next = http.DefaultTransport
+	}
+	client := *base
+	client.Transport = rt
+	limit := t.MaxMessageBytes
+	if limit == 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	st := &mcp.StreamableClientTransport{Endpoint: t.URL, HTTPClient: &client, MaxEventSize: limit}
+	conn, err := st.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
+	return &httpUpstreamConn{t: t, client: &client, rt: rt, limit: limit, conn: conn, pctx: pctx, pcancel: pcancel,
+		in: make(chan readResult), extra: make(chan jsonrpc.Message)}, nil
+}
+
+// upstreamRoundTripper adds the configured headers and the negotiated
+// protocol version to every request, and remembers the status of the latest
+// POST so that the transport can tell whether to fall back.
+type upstreamRoundTripper struct {
+	next     http.RoundTripper
+	header   http.Header
+	version  atomic.Value // string: the negotiated protocol version
+	lastPOST atomic.Int64 // status of the latest POST
+}
+
+func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	r := req.Clone(req.Context())
+	for k, vs := range rt.header {
+		r.Header.Del(k)
+		for _, v := range vs {
+			r.Header.Add(k, v)
+		}
+	}
+	if v, _ := rt.version.Load().(string); v != "" && r.Header.Get("Mcp-Protocol-Version") == "" {
+		r.Header.Set("Mcp-Protocol-Version", v)
+	}
+	resp, err := rt.next.RoundTrip(r)
+	if err == nil && req.Method == http.MethodPost {
+		rt.lastPOST.Store(int64(resp.StatusCode))
+	}
+	return resp, err
+}
+
+// httpUpstreamConn is the Streamable HTTP connection, or, after a fallback,
+// the HTTP+SSE one.
+type httpUpstreamConn struct {
+	t      *HTTPUpstream
+	client *http.Client
+	rt     *upstreamRoundTripper
+	limit  int
+
+	mu      sync.Mutex // serializes the first write (the fallback decision)
+	decided atomic.Bool
+	conn    mcp.Connection
+	initID  atomic.Value // jsonrpc.ID of the initialize request
+	ready   chan struct{}
+	once    sync.Once
+
+	// After the decision, one goroutine reads the connection into in, and
+	// the standalone stream (Streamable HTTP) sends into extra; both stop
+	// when pctx ends (Close).
+	pctx     context.Context
+	pcancel  context.CancelFunc
+	pump     sync.Once
+	in       chan readResult
+	extra    chan jsonrpc.Message
+	openedSA atomic.Bool
+	fellBack atomic.Bool
+	workers  sync.WaitGroup
+}
+
+type readResult struct {
+	msg jsonrpc.Message
+	err error
+}
+
+func (c *httpUpstreamConn) readyCh() chan struct{} {
+	c.once.Do(func() { c.ready = make(chan struct{}) })
+	return c.ready
+}
+
+// SessionID returns the upstream session id ("" before initialize, or for a
+// server that assigns none).
+func (c *httpUpstreamConn) SessionID() string { return c.current().SessionID() }
+
+func (c *httpUpstreamConn) current() mcp.Connection {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.conn
+}
+
+// Read waits for the first write's fallback decision, then reads from the
+// chosen connection, learning the protocol version from the initialize
+// response.
+func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.readyCh():
+	}
+	c.pump.Do(func() {
+		conn := c.current()
+		c.workers.Add(1)
+		go func() {
+			defer c.workers.Done()
+			for {
+				msg, err := conn.Read(c.pctx)
+				select {
+				case c.in <- readResult{msg, err}:
+				case <-c.pctx.Done():
+					return
+				}
+				if err != nil {
+					return
+				}
+			}
+		}()
+	})
+	var msg jsonrpc.Message
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case msg = <-c.extra:
+		return msg, nil
+	case r := <-c.in:
+		if r.err != nil {
+			return nil, c.redact(r.err)
+		}
+		msg = r.msg
+	}
+	if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil {
+		if id, ok := c.initID.Load().(jsonrpc.ID); ok && id == resp.ID {
+			var r struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			if json.Unmarshal(resp.Result, &r) == nil && r.ProtocolVersion != "" {
+				c.rt.version.Store(r.ProtocolVersion)
+			}
+			c.startStandalone()
+		}
+	}
+	return msg, nil
+}
+
+// startStandalone opens the standalone stream once the upstream session
+// exists (Streamable HTTP with a session id only).
+func (c *httpUpstreamConn) startStandalone() {
+	conn := c.current()
+	sc, ok := conn.(interface{ SessionID() string })
+	if !ok || c.fellBack.Load() || sc.SessionID() == "" || !c.openedSA.CompareAndSwap(false, true) {
+		return
+	}
+	c.workers.Add(1)
+	go func() {
+		defer c.workers.Done()
+		c.runStandalone(c.pctx, sc.SessionID(), c.extra)
+	}()
+}
+
+// Write sends msg; the first write decides whether the server speaks
+// Streamable HTTP.
+func (c *httpUpstreamConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if req, ok := msg.(*jsonrpc.Request); ok && req.Method == methodInitialize {
+		c.initID.Store(req.ID)
+	}
+	return c.redact(c.write(ctx, msg))
+}
+
+func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error {
+	if c.decided.Load() {
+		return c.current().Write(ctx, msg)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.decided.Load() {
+		return c.conn.Write(ctx, msg)
+	}
+	req, isInit := msg.(*jsonrpc.Request)
+	isInit = isInit && req.Method == methodInitialize
+	err := c.conn.Write(ctx, msg)
+	if err != nil && !isInit {
+		// Not decided yet: a newer client may first try server/discover,
+		// which an HTTP+SSE server refuses too.
+		return err
+	}
+	c.decided.Store(true)
+	defer close(c.readyCh())
+	if err == nil || !fallbackStatus(c.rt.lastPOST.Load()) {
+		return err
+	}
+	sse := &mcp.SSEClientTransport{Endpoint: c.t.URL, HTTPClient: c.client, MaxEventSize: c.limit}
+	conn, serr := sse.Connect(ctx)
+	if serr != nil {
+		return fmt.Errorf("mcpproxy: the upstream speaks neither Streamable HTTP nor HTTP+SSE: %w", err)
+	}
+	_ = c.conn.Close()
+	c.conn = conn
+	c.fellBack.Store(true)
+	return c.conn.Write(ctx, msg)
+}
+
+// redact keeps the upstream URL (whose query may hold a key) out of error
+// text; errors.Is and errors.As still reach the original.
+func (c *httpUpstreamConn) redact(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	red := strings.ReplaceAll(msg, c.t.URL, "<upstream URL>")
+	if u, perr := url.Parse(c.t.URL); perr == nil && u.RawQuery != "" {
+		red = strings.ReplaceAll(red, u.RawQuery, "<query>")
+	}
+	if red == msg {
+		return err
+	}
+	return &redactedError{msg: red, err: err}
+}
+
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+// fallbackStatus reports whether a refused initialize POST means the server
+// may speak only the HTTP+SSE transport.
+func fallbackStatus(status int64) bool {
+	return status == http.StatusBadRequest || status == http.StatusNotFound || status == http.StatusMethodNotAllowed
+}
+
+// Close closes the connection (for Streamable HTTP, ending the upstream
+// session with DELETE).
+func (c *httpUpstreamConn) Close() error {
+	c.pcancel()
+	err := c.current().Close()
+	c.workers.Wait()
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,65 @@
+package hybridctx_test
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	"github.com/hybridctx/hybridctx"
+)
+
+func TestOverResultBound(t *testing.T) {
+	cases := []struct {
+		sizes []int64
+		bound int64
+		want  []int
+	}{
+		{nil, 10, nil},
+		{[]int64{5, 5}, 10, nil},
+		{[]int64{5, 6}, 10, []int{1}},
+		{[]int64{4, 4, 4, 4}, 10, []int{0, 1}},   // equal sizes: earlier first
+		{[]int64{9, -1, 3, 20}, 10, []int{3, 0}}, // -1 is not inline
+		{[]int64{3, 3, 3}, 0, []int{0, 1, 2}},
+	}
+	for _, c := range cases {
+		if got := hybridctx.OverResultBound(c.sizes, c.bound); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("hybridctx.OverResultBound(%v, %d) = %v, want %v", c.sizes, c.bound, got, c.want)
+		}
+	}
+}
+
+func TestResultBoundPolicy(t *testing.T) {
+	if got := (hybridctx.Policy{InlineThreshold: 100}).ResultBound(); got != 400 {
+		t.Fatalf("default bound %d", got)
+	}
+	if got := (hybridctx.Policy{InlineThreshold: 100, ResultThreshold: 150}).ResultBound(); got != 150 {
+		t.Fatalf("set bound %d", got)
+	}
+	if got := (hybridctx.Policy{InlineThreshold: 1 << 62}).ResultBound(); got <= 0 {
+		t.Fatalf("overflowing bound %d", got)
+	}
+	if err := (hybridctx.Policy{InlineThreshold: 1, ResultThreshold: -1}).Validate(); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
+		t.Fatalf("negative result threshold: %v", err)
+	}
+}
+
+func TestStoreStoresSmallResults(t *testing.T) {
+	off := newEnv(t, 1000).off
+	out, err := off.Store(context.Background(), hybridctx.Call{Tool: "t", ID: "1"}, "tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Outcome() != hybridctx.Offloaded || out.Ref.IsZero() {
+		t.Fatalf("Store of a small result: %v", out.Outcome())
+	}
+	again, err := off.Store(context.Background(), hybridctx.Call{Tool: "t", ID: "2"}, []byte("tiny"))
+	if err != nil || again.Outcome() != hybridctx.ExistingReference || again.Ref != out.Ref {
+		t.Fatalf("second Store: %v %v", again.Outcome(), err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := off.Store(ctx, hybridctx.Call{}, "x"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled Store: %v", err)
+	}
+}
