@@ -35,8 +35,12 @@ func TestBenchWorkloadAcceptsWhatTheLibraryAccepts(t *testing.T) {
 	}
 	r := run(t, "bench", "--workload", good, "--threshold", "1024")
 	wantCode(t, r, ExitOK)
-	if out := benchOut(t, r); out.Results != 3 {
+	out := benchOut(t, r)
+	if out.Results != 3 {
 		t.Fatalf("replayed %d results, want 3", out.Results)
+	}
+	if f := out.DecisionLatency.HashFloor; f == nil || !strings.Contains(r.stdout, `"hash_floor_us":{"p50_us":`) {
+		t.Errorf("decision latency without its hash floor: %+v", out.DecisionLatency)
 	}
 	for name, l := range map[string]string{
 		"call id": line("grep", strings.Repeat("c", workload.MaxCallIDLen+1), nil),
