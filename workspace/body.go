@@ -154,6 +154,11 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 	return &Pending{s: s, b: b, mem: b, ref: ref, size: int64(len(b))}, nil
 }
 
+// grower is a driver writer that can reserve room for the bytes to come,
+// as a memory backend does (bytes.Buffer.Grow): a body known in advance
+// is then copied once instead of grown chunk by chunk.
+type grower interface{ Grow(n int) }
+
 // write puts bytes held in memory into a new driver writer, in chunks with
 // ctx checked between them. It does nothing for a body already written.
 func (p *Pending) write(ctx context.Context) error {
@@ -166,6 +171,9 @@ func (p *Pending) write(ctx context.Context) error {
 	w, err := p.s.bodies.NewWriter(ctx)
 	if err != nil {
 		return wrap("put", artifact.Ref{}, err)
+	}
+	if g, ok := w.(grower); ok {
+		g.Grow(len(p.b))
 	}
 	for rest := p.b; len(rest) > 0; {
 		if err := ctx.Err(); err != nil {

@@ -8,7 +8,9 @@ import (
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
+	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
 // flipBit returns a copy of data with the low bit of byte i flipped.
@@ -97,5 +99,54 @@ func TestSameSizeCorruptionIsReplaced(t *testing.T) {
 		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
 			t.Errorf("%s, new owner: body after the repair: %v", name, err)
 		}
+	}
+}
+
+// growBodies wraps a memstore's bodies, recording the room its writers are
+// asked to reserve.
+type growBodies struct {
+	*memstore.Store
+	grown []int
+}
+
+type growWriter struct {
+	driver.Writer
+	b *growBodies
+}
+
+func (g *growBodies) NewWriter(ctx context.Context) (driver.Writer, error) {
+	w, err := g.Store.NewWriter(ctx)
+	return &growWriter{Writer: w, b: g}, err
+}
+
+func (w *growWriter) Grow(n int) {
+	w.b.grown = append(w.b.grown, n)
+	w.Writer.(interface{ Grow(int) }).Grow(n)
+}
+
+// TestBytesWriteReservesRoom: a body given as bytes tells a writer that can
+// reserve room its whole size first, so a memory backend copies it once; a
+// streamed body (size unknown) does not.
+func TestBytesWriteReservesRoom(t *testing.T) {
+	ctx := context.Background()
+	m := memstore.New()
+	g := &growBodies{Store: m}
+	s := workspace.New(g, m)
+	data := bodyOf(44, 700_000)
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	if c, err := drivertest.AttachData(ctx, s, ownerA, data, false, at); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("Attach = %v, %v", c, err)
+	}
+	if len(g.grown) != 1 || g.grown[0] != len(data) {
+		t.Errorf("writers were asked to grow by %v, want [%d]", g.grown, len(data))
+	}
+	if _, err := drivertest.AttachData(ctx, s, ownerA, bodyOf(45, 1000), true, at); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.grown) != 1 {
+		t.Errorf("a streamed body asked to grow: %v", g.grown)
+	}
+	if got, err := s.ReadVerified(ctx, artifact.RefOf(data), int64(len(data)), 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("read back %d bytes, %v", len(got), err)
 	}
 }
