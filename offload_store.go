@@ -58,7 +58,9 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	if st.rewind != nil {
 		st.rewind()
 	}
-	return o.finish(ctx, &OffloadResult{Original: st.orig, content: st.bytes, Consumed: st.read}, oc, r, st.size)
+	out := kept(st.orig, st.bytes)
+	out.Consumed = st.read
+	return o.finish(ctx, out, oc, r, st.size)
 }
 
 // abort gives up without a decision: nothing of this call became visible.
