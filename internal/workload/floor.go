@@ -30,8 +30,9 @@ type sample struct {
 	n int
 }
 
-// floorRuns is how many times a floor is measured; the median counts, so
-// that one preemption by another process does not move it.
+// floorRuns is how many times a floor is measured, after one warm-up pass;
+// the fastest counts (a floor: what hashing those bytes costs at best on
+// this machine, not including a preemption by another process).
 const floorRuns = 5
 
 // floorMeter times SHA-256 over buffers of the sizes asked for, once per
@@ -47,7 +48,7 @@ func newFloorMeter(now func() time.Time) *floorMeter {
 	return &floorMeter{now: now, hash: func(b []byte) { _ = sha256.Sum256(b) }, memo: map[int]time.Duration{}}
 }
 
-// hashTime is the median time of floorRuns SHA-256 passes over n bytes.
+// hashTime is the fastest of floorRuns SHA-256 passes over n bytes.
 func (f *floorMeter) hashTime(n int) time.Duration {
 	if d, ok := f.memo[n]; ok {
 		return d
@@ -58,14 +59,14 @@ func (f *floorMeter) hashTime(n int) time.Duration {
 			f.buf[i] = byte(i * 131)
 		}
 	}
+	f.hash(f.buf[:n]) // warm-up: caches, page faults
 	var runs [floorRuns]time.Duration
 	for i := range runs {
 		t0 := f.now()
 		f.hash(f.buf[:n])
 		runs[i] = f.now().Sub(t0)
 	}
-	slices.Sort(runs[:])
-	f.memo[n] = runs[floorRuns/2]
+	f.memo[n] = slices.Min(runs[:])
 	return f.memo[n]
 }
 
