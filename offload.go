@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"time"
+	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 )
@@ -173,7 +174,10 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	}
 	if isStr {
-		b = []byte(str)
+		// A read-only view of the string's bytes, not a copy: they are
+		// hashed, classified and copied into the workspace, never written
+		// to, and never handed out (kept gives the host the string back).
+		b = unsafe.Slice(unsafe.StringData(str), len(str))
 	}
 	return o.offloadBytes(ctx, call, result, b)
 }
@@ -237,7 +241,17 @@ func (o *Offloader) finish(ctx context.Context, out *OffloadResult, oc Outcome, 
 // failed builds a failed or recovery_required outcome that keeps the
 // original content.
 func (o *Offloader) failed(ctx context.Context, orig any, b []byte, oc Outcome, r Reason, observed int64) (*OffloadResult, error) {
-	return o.finish(ctx, &OffloadResult{Original: orig, content: b}, oc, r, observed)
+	return o.finish(ctx, kept(orig, b), oc, r, observed)
+}
+
+// kept is an outcome that keeps the original content b for the host. For
+// string input b is a view of the string's own bytes, which must never be
+// handed out as a []byte: the outcome keeps the string instead.
+func kept(orig any, b []byte) *OffloadResult {
+	if s, ok := orig.(string); ok {
+		return &OffloadResult{Original: orig, str: s, isStr: true}
+	}
+	return &OffloadResult{Original: orig, content: b}
 }
 
 func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte) (*OffloadResult, error) {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"sync"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/internal/classify"
@@ -60,7 +61,9 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	if st.rewind != nil {
 		st.rewind()
 	}
-	return o.finish(ctx, &OffloadResult{Original: st.orig, content: st.bytes, Consumed: st.read}, oc, r, st.size)
+	out := kept(st.orig, st.bytes)
+	out.Consumed = st.read
+	return o.finish(ctx, out, oc, r, st.size)
 }
 
 // abort gives up without a decision: nothing of this call became visible.
@@ -143,13 +146,44 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if st.read > limit {
 		return st.result(ctx, Failed, ExceedsMaxArtifactSize)
 	}
+	// A result that ends within smallStream bytes is decided from memory,
+	// like byte input: no pipeline, and a reuse compares the stored body
+	// with it instead of hashing it again.
+	var rest io.Reader = &head
+	if lim := min(limit, smallStream); st.read <= lim {
+		bp := smallPool.Get().(*[]byte)
+		defer smallPool.Put(bp)
+		buf := append((*bp)[:0], head.Bytes()...)
+		m, err := io.ReadFull(r, buf[len(buf):lim+1])
+		st.read += int64(m)
+		st.size = st.read
+		buf = buf[:st.read]
+		switch {
+		case err == io.EOF || err == io.ErrUnexpectedEOF:
+			st.bytes = buf
+			err := st.digestBytes(ctx)
+			st.bytes = nil // stream input: Consumed, not the bytes, is what the host gets
+			if o.policy.PreviewBytes > 0 { // buf goes back to the pool
+				st.head = &previewTap{buf: bytes.Clone(buf[:min(int64(len(buf)), o.policy.PreviewBytes)])}
+			}
+			if err != nil {
+				return st.abort(err)
+			}
+			return st.decide(ctx)
+		case err != nil:
+			return st.abort(sourceError(err))
+		case st.read > limit:
+			return st.result(ctx, Failed, ExceedsMaxArtifactSize)
+		}
+		rest = bytes.NewReader(buf)
+	}
 	var c classify.Classifier
-	src := &countingReader{r: io.MultiReader(&head, r)}
+	src := &countingReader{r: io.MultiReader(rest, r)}
 	st.head = &previewTap{next: &c, max: int(o.policy.PreviewBytes)}
 	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: st.head})
-	// The head was consumed from r before the workspace saw a byte, so a
-	// write that failed early has still read at least n bytes.
-	st.read = max(n, src.n)
+	// Bytes were consumed from r before the workspace saw any, so a write
+	// that failed early has still read at least st.read bytes.
+	st.read = max(st.read, src.n)
 	st.size = max(total, st.read)
 	var we *workspace.Error
 	switch {
@@ -166,6 +200,16 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
 	return st.decide(ctx)
 }
+
+// smallStream is the longest streamed result decided from memory (see
+// OffloadReader); a stream's memory stays bounded by the larger of it and
+// the threshold, plus the pipeline's (workspace.Ingest).
+const smallStream = 256 << 10
+
+// smallPool holds the buffers small streams are read into: each holds
+// smallStream+1 bytes and is back in the pool once its decision is made
+// (the workspace copies what it keeps).
+var smallPool = sync.Pool{New: func() any { b := make([]byte, smallStream+1); return &b }}
 
 type countingReader struct {
 	r io.Reader

@@ -77,8 +77,9 @@ func (o Owner) GoString() string { return "artifact.Owner{[redacted]}" }
 
 // MaxCallFieldLen bounds a record's tool name and call id, each in bytes. It
 // is the one limit every surface applies to them (the library's call
-// validation, the CLI's flags, the agent and the MCP proxy).
-const MaxCallFieldLen = 1024
+// validation, the CLI's flags, the agent and the MCP proxy), and the longest
+// that every workspace backend stores.
+const MaxCallFieldLen = 4096
 
 // MaxDescriptionLen bounds a record's description, in bytes.
 const MaxDescriptionLen = 500

@@ -97,7 +97,7 @@ func (s *Store) Attach(ctx context.Context, p *Pending, rec artifact.Record) (At
 
 // attachOwn attaches p for an owner that already has the record cur.
 func (s *Store) attachOwn(ctx context.Context, p *Pending, cur, rec artifact.Record) (AttachCase, error) {
-	verr := s.VerifyBody(ctx, p.ref, p.size)
+	verr := p.verifyStored(ctx)
 	landed, wrote := false, false
 	switch {
 	case verr == nil:
@@ -140,7 +140,7 @@ func (s *Store) attachNew(ctx context.Context, p *Pending, rec artifact.Record) 
 	if err != nil {
 		return failedUnlessCanceled(ctx, AttachWriteFailed, err)
 	}
-	verr := s.VerifyBody(ctx, p.ref, p.size)
+	verr := p.verifyStored(ctx)
 	if verr == nil && ctx.Err() == nil {
 		defer unlock()
 		return s.commitRecord(ctx, rec, false)

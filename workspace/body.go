@@ -56,6 +56,7 @@ type Pending struct {
 	s    *Store
 	w    driver.Writer // nil while the bytes are only in memory
 	b    []byte        // IngestBytes: the bytes, until written
+	mem  []byte        // IngestBytes: the bytes, kept to verify a stored body against
 	ref  artifact.Ref
 	size int64
 	done bool
@@ -74,6 +75,7 @@ func (p *Pending) Discard() {
 		if p.w != nil {
 			_ = p.w.Abort()
 		}
+		p.b, p.mem = nil, nil
 	}
 }
 
@@ -149,8 +151,13 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 		ref = artifact.RefOf(b)
 		<-done
 	}
-	return &Pending{s: s, b: b, ref: ref, size: int64(len(b))}, nil
+	return &Pending{s: s, b: b, mem: b, ref: ref, size: int64(len(b))}, nil
 }
+
+// grower is a driver writer that can reserve room for the bytes to come,
+// as a memory backend does (bytes.Buffer.Grow): a body known in advance
+// is then copied once instead of grown chunk by chunk.
+type grower interface{ Grow(n int) }
 
 // write puts bytes held in memory into a new driver writer, in chunks with
 // ctx checked between them. It does nothing for a body already written.
@@ -164,6 +171,9 @@ func (p *Pending) write(ctx context.Context) error {
 	w, err := p.s.bodies.NewWriter(ctx)
 	if err != nil {
 		return wrap("put", artifact.Ref{}, err)
+	}
+	if g, ok := w.(grower); ok {
+		g.Grow(len(p.b))
 	}
 	for rest := p.b; len(rest) > 0; {
 		if err := ctx.Err(); err != nil {
@@ -237,7 +247,7 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 	if !errors.Is(err, fs.ErrExist) {
 		return 0, wrap("put", p.ref, err)
 	}
-	verr := p.s.VerifyBody(ctx, p.ref, p.size)
+	verr := p.verifyStored(ctx)
 	if verr == nil {
 		return Existing, nil
 	}
@@ -251,7 +261,7 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 		}
 		defer func() { _ = unlock() }()
 		// Someone may have repaired it while we waited.
-		verr = p.s.VerifyBody(ctx, p.ref, p.size)
+		verr = p.verifyStored(ctx)
 		if verr == nil {
 			return Existing, nil
 		}
@@ -263,7 +273,7 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 		err = p.w.Commit(ctx, key, false)
 		if errors.Is(err, fs.ErrExist) {
 			// Another writer recreated it first; trust it only once verified.
-			if verr := p.s.VerifyBody(ctx, p.ref, p.size); verr != nil {
+			if verr := p.verifyStored(ctx); verr != nil {
 				return 0, verr
 			}
 			return Existing, nil
@@ -304,7 +314,53 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 	if want < 0 {
 		want = r.Info().Size
 	}
+	s.verifyHashed.Add(want)
 	return wrap("verify", ref, hashCheck(ctx, r, ref, want, nil))
+}
+
+// verifyStored checks the stored body of p's digest as VerifyBody does. When
+// p's bytes are in memory they already hash to the digest, so the stored
+// body verifies exactly when it equals them: it is compared with them
+// (one read, no hash). A streamed body is hashed again.
+func (p *Pending) verifyStored(ctx context.Context) error {
+	if p.mem == nil {
+		return p.s.VerifyBody(ctx, p.ref, p.size)
+	}
+	s, ref := p.s, p.ref
+	if err := s.check(ctx, ref); err != nil {
+		return wrap("verify", ref, err)
+	}
+	info, err := s.bodies.Stat(ctx, ref.Hex())
+	if err != nil {
+		return wrap("verify", ref, err)
+	}
+	if info.Size != p.size {
+		return wrap("verify", ref, ErrCorrupt)
+	}
+	r, err := s.bodies.Open(ctx, ref.Hex())
+	if err != nil {
+		return wrap("verify", ref, err)
+	}
+	defer r.Close()
+	return wrap("verify", ref, equalCheck(ctx, r, p.mem))
+}
+
+// equalCheck reads at most len(want)+1 bytes of r and checks that they are
+// exactly want.
+func equalCheck(ctx context.Context, r io.Reader, want []byte) error {
+	n, rerr, cerr := pump(ctx, r, int64(len(want))+1, func(off int64, b []byte) error {
+		if off+int64(len(b)) > int64(len(want)) || !bytes.Equal(b, want[off:off+int64(len(b))]) {
+			return ErrCorrupt
+		}
+		return nil
+	})
+	if err := cmpOr(rerr, cerr); err != nil {
+		return err
+	}
+	if n != int64(len(want)) {
+		return ErrCorrupt
+	}
+	return nil
 }
 
 // hashCheck reads at most want+1 bytes of r, hashing them, and checks the

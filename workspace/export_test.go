@@ -15,3 +15,6 @@ func UnlockedGC(o *GCOptions) *GCOptions { o.unlocked = true; return o }
 func (s *Store) LockBody(ctx context.Context, ref artifact.Ref) (unlock func(), err error) {
 	return s.lockBody(ctx, ref)
 }
+
+// VerifyHashedBytes is the number of stored bytes VerifyBody has hashed.
+func (s *Store) VerifyHashedBytes() int64 { return s.verifyHashed.Load() }

@@ -30,6 +30,10 @@ type Store struct {
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
+
+	// verifyHashed counts the bytes VerifyBody has hashed, for the tests
+	// that prove a reuse of in-memory bytes compares instead.
+	verifyHashed atomic.Int64
 }
 
 // New returns a Store over the given drivers. They may be the same value.

@@ -480,7 +480,11 @@ func TestStopsEarly(t *testing.T) {
 		t.Errorf("past the limit before the first non-whitespace byte: JSON scanning off")
 	}
 	c.Write([]byte(" [x"))
-	if !c.jsonOff || c.Kind() != JSON {
-		t.Errorf("past the limit after '[': JSON scanning off = %v, Kind = %v; want true, json", c.jsonOff, c.Kind())
+	if !c.jsonOff || c.Kind() != Text {
+		t.Errorf("past the limit after '[': JSON scanning off = %v, Kind = %v; want true, text", c.jsonOff, c.Kind())
+	}
+	c.Write([]byte("] \n"))
+	if c.Kind() != JSON {
+		t.Errorf("past the limit, closed by ']': Kind = %v, want json", c.Kind())
 	}
 }

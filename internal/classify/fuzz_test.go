@@ -10,13 +10,21 @@ const maxFuzzLen = 512
 
 // FuzzClassify checks the classifier, fed in random splits derived from
 // seed and one byte at a time, against json.Valid, utf8.Valid and
-// bytes.Count applied to the whole input.
+// bytes.Count applied to the whole input (exact: the input is shorter than
+// JSONScanLimit), then, with the scan limit lowered to a length derived
+// from seed, against the long-stream rule (refKindLimited).
 func FuzzClassify(f *testing.F) {
 	for i, tc := range kindCases {
 		f.Add([]byte(tc.in), uint64(i))
 	}
 	f.Add([]byte(`{"id":1,"tags":["a","b"],"n":{"x":null,"y":-0.5E+2}}`), uint64(99))
 	f.Add([]byte("line one\nline two é\n\xe2\x82"), uint64(7))
+	// Long-stream rule: closed after garbage past the limit, unclosed, a
+	// trailing non-closer, invalid UTF-8 before the closer.
+	f.Add([]byte(`[1,2,3]xyz] `), uint64(3<<8))
+	f.Add([]byte(`{"a":[1,2,3`), uint64(2<<8))
+	f.Add([]byte(`{"a":1} x`), uint64(4<<8))
+	f.Add([]byte("{\"a\":\"\xff\"} \xfe}"), uint64(5<<8))
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
 		// Long inputs add little here (TestDepth and TestScanLimitRule
 		// cover length-dependent behaviour) but make the fuzzer's
@@ -49,5 +57,16 @@ func FuzzClassify(f *testing.F) {
 		if k, l := Of(data); k != wantKind || l != wantLines {
 			t.Errorf("Of = %v, %d; want %v, %d", k, l, wantKind, wantLines)
 		}
+		limit := 1 + int(seed>>8%uint64(len(data)+2))
+		withLimitFor(limit, func() {
+			want := refKindLimited(data, limit)
+			c := feed(t, data, randomSplits(r))
+			if got := c.Kind(); got != want {
+				t.Errorf("limit %d: Kind = %v, want %v", limit, got, want)
+			}
+			if got := c.Lines(); got != wantLines {
+				t.Errorf("limit %d: Lines = %d, want %d", limit, got, wantLines)
+			}
+		})
 	})
 }

@@ -18,14 +18,15 @@ func withLimit(t *testing.T, n int64) {
 }
 
 func TestScanLimitConst(t *testing.T) {
-	if JSONScanLimit != 64<<20 || scanLimit != JSONScanLimit {
-		t.Fatalf("JSONScanLimit = %d, scanLimit = %d; want both %d", JSONScanLimit, scanLimit, 64<<20)
+	if JSONScanLimit != 64<<10 || scanLimit != JSONScanLimit {
+		t.Fatalf("JSONScanLimit = %d, scanLimit = %d; want both %d", JSONScanLimit, scanLimit, 64<<10)
 	}
 }
 
 // TestScanLimitRule checks the documented rule for streams longer than
-// the limit: JSON iff the first non-whitespace byte is '{' or '[' and the
-// first limit bytes hold no syntax error.
+// the limit: JSON iff the first non-whitespace byte is '{' or '[', the
+// first limit bytes hold no syntax error and the last non-whitespace byte
+// is '}' or ']'.
 func TestScanLimitRule(t *testing.T) {
 	const limit = 16
 	withLimit(t, limit)
@@ -38,21 +39,32 @@ func TestScanLimitRule(t *testing.T) {
 		{"valid array", "[1,2,3,4,5,6,7,8,9,10]", JSON},
 		{"error inside limit", "[1,2,3,4,5,6,7,]" + pad, Text},
 		{"error just past limit", "[1,2,3,4,5,6,7,8,]", JSON},
-		{"garbage past limit", "[1,2,3,4,5,6,78]xyz", JSON},
-		{"unterminated string", `{"a":"` + strings.Repeat("x", 40), JSON},
-		{"unclosed array", "[" + strings.Repeat("1,", 40), JSON},
+		{"garbage past limit", "[1,2,3,4,5,6,78]xyz", Text},
+		{"garbage past limit, closed", "[1,2,3,4,5,6,78]xyz]", JSON},
+		{"object closed by bracket", `{"a":"` + strings.Repeat("x", 40) + "]", JSON},
+		{"array closed by brace", "[" + strings.Repeat("1,", 40) + "}", JSON},
+		{"closer then spaces", "[" + strings.Repeat("1,", 10) + "1]" + pad, JSON},
+		{"closer then tab CR LF", "[" + strings.Repeat("1,", 10) + "1]\t\r\n", JSON},
+		{"unterminated string", `{"a":"` + strings.Repeat("x", 40), Text},
+		{"unclosed array", "[" + strings.Repeat("1,", 40), Text},
+		{"ends in a quote", `{"a":"` + strings.Repeat("x", 40) + `"`, Text},
+		{"ends in NBSP", "[" + strings.Repeat("1,", 10) + "1]\u00a0", Text},
 		{"scalar string", `"` + strings.Repeat("x", 30) + `"`, Text},
 		{"scalar number", "12345678901234567890", Text},
 		{"scalar literal padded", "true" + pad, Text},
 		{"whitespace only", pad, Text},
 		{"first byte past limit", pad + "{}", JSON},
-		{"first array past limit", pad + "[", JSON},
+		{"first array past limit, unclosed", pad + "[", Text},
+		{"first array past limit, closed", pad + "[]", JSON},
 		{"first text past limit", pad + "x", Text},
-		{"first byte at limit-1", strings.Repeat(" ", limit-1) + "[xyz", JSON},
-		{"first byte at limit", strings.Repeat(" ", limit) + "[xyz", JSON},
+		{"first byte at limit-1", strings.Repeat(" ", limit-1) + "[xyz]", JSON},
+		{"first byte at limit", strings.Repeat(" ", limit) + "[xyz]", JSON},
+		{"first byte at limit, unclosed", strings.Repeat(" ", limit) + "[xyz", Text},
 		{"text", "hello world, this is text", Text},
+		{"text ending in a bracket", "hello world, this is text]", Text},
 		{"text starting with t", "the quick brown fox", Text},
-		{"binary past limit in object", `{"a": 1}` + pad + "\xff", JSON},
+		{"binary past limit in object", `{"a": 1}` + pad + "\xff}", JSON},
+		{"binary at the end of an object", `{"a": 1}` + pad + "\xff", Binary},
 		{"binary past limit in text", "hello world, this is \xff", Binary},
 		{"binary past limit in scalar", `"` + strings.Repeat("x", 30) + "\xe2", Binary},
 		{"split rune past limit", `"` + strings.Repeat("x", 30) + "€", Text},
@@ -89,10 +101,17 @@ func refKindLimited(b []byte, limit int) Kind {
 	if top == '{' || top == '[' {
 		// The standard library reports where the first syntax error is:
 		// Offset counts the bytes read up to and including the bad one.
+		last := byte(0)
+		for i := len(b) - 1; i >= 0; i-- {
+			if !isSpaceRef(b[i]) {
+				last = b[i]
+				break
+			}
+		}
 		var v any
 		err := json.Unmarshal(b, &v)
 		var se *json.SyntaxError
-		if err == nil || errors.As(err, &se) && se.Offset > int64(limit) {
+		if (last == '}' || last == ']') && (err == nil || errors.As(err, &se) && se.Offset > int64(limit)) {
 			return JSON
 		}
 	}

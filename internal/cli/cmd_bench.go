@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -35,7 +37,9 @@ The JSON object holds: results and their bytes; history bytes as kept and
 had every result been inlined, with their ratio (up to the last decision,
 and again with the ranged reads); decisions by outcome; decision latency
 (p50/p95/p99/max, microseconds, from a tool returning its result to the
-decision's event); rehydration latency, whole and ranged; bytes offloaded,
+decision's event), each percentile next to the SHA-256 time of the bytes
+of its decision measured in the same run (hash_floor_us) and the ratio
+(ratio_to_hash); rehydration latency, whole and ranged; bytes offloaded,
 distinct bodies and their bytes, bodies and bytes in the workspace, and,
 for a directory workspace, the bytes of all its files (bodies, SQLite and
 its journal); the round-trip check; the run's wall time.
@@ -44,6 +48,9 @@ its journal); the round-trip check; the run's wall time.
 one tool result per line,
   {"session": "...", "tool": "...", "call_id": "...", "content": "..."}
 with "content_base64" instead of "content" for bytes that are not UTF-8.
+Other keys are ignored. Tool names are 1 to <max> bytes of [A-Za-z0-9_.-];
+call ids may be empty, and up to <max> bytes of UTF-8 (what a workspace
+record stores).
 --emit-workload FILE writes the generated workload in that form ("-" for
 standard output) and exits without running it.
 
@@ -80,7 +87,7 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [--seed N] [--count N] [--threshold N] [--workload FILE | --emit-workload FILE]",
 		Short: "Replay a seeded or given workload through the agent loop and print measurements as JSON",
-		Long:  withExitCodes(benchLong),
+		Long:  withExitCodes(strings.ReplaceAll(benchLong, "<max>", strconv.Itoa(workload.MaxCallIDLen))),
 		Args:  cobra.NoArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.bench(cmd, o) })

@@ -14,7 +14,8 @@
 // or with "content_base64" (standard encoding, padded) instead of "content"
 // for bytes that are not valid UTF-8. session and tool are required;
 // call_id may be empty. Exactly one of content and content_base64 must be
-// present. Unknown keys are an error, so a typo cannot silently drop data.
+// present. Other keys are ignored, so a workload may carry annotations of
+// its own (a "kind", say); a misspelt content key shows as a missing one.
 // Blank lines are skipped. Items are replayed in file order; results of
 // one session keep their order, sessions run side by side.
 package workload
@@ -37,7 +38,7 @@ type Item struct {
 	// Session names the conversation the result belongs to; all sessions
 	// share one workspace, under one user and workflow.
 	Session string
-	// Tool is the tool's name: 1 to 64 bytes of [A-Za-z0-9_.-].
+	// Tool is the tool's name: 1 to MaxToolNameLen bytes of [A-Za-z0-9_.-].
 	Tool string
 	// CallID is the call's id, as the model gave it; it may be empty.
 	CallID string
@@ -174,7 +175,6 @@ func parseLine(line []byte) (Item, error) {
 		return Item{}, fmt.Errorf("%w: not valid UTF-8 (put such bytes in content_base64)", ErrSyntax)
 	}
 	dec := json.NewDecoder(bytes.NewReader(line))
-	dec.DisallowUnknownFields()
 	var w wireItem
 	if err := dec.Decode(&w); err != nil {
 		return Item{}, fmt.Errorf("%w: %s", ErrSyntax, jsonProblem(err))
@@ -219,18 +219,20 @@ func jsonProblem(err error) string {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return "incomplete JSON object"
 	}
-	return "not an object of session, tool, call_id and content or content_base64"
+	return "not an object with session, tool and content or content_base64"
 }
 
-// MaxToolNameLen bounds Item.Tool.
-const MaxToolNameLen = 64
+// MaxToolNameLen bounds Item.Tool: the longest tool name a record of every
+// workspace backend stores.
+const MaxToolNameLen = artifact.MaxCallFieldLen
 
-// MaxCallIDLen bounds Item.CallID.
-const MaxCallIDLen = 256
+// MaxCallIDLen bounds Item.CallID: the longest call id a record of every
+// workspace backend stores.
+const MaxCallIDLen = artifact.MaxCallFieldLen
 
 // Validate checks the item's fields: a session that is a valid owner field,
-// a tool name of 1 to 64 bytes of [A-Za-z0-9_.-] and a call id of valid
-// UTF-8 of at most 256 bytes. The error wraps ErrField.
+// a tool name of 1 to MaxToolNameLen bytes of [A-Za-z0-9_.-] and a call id
+// of valid UTF-8 of at most MaxCallIDLen bytes. The error wraps ErrField.
 func (it Item) Validate() error {
 	o := artifact.Owner{User: "u", Workflow: "w", Session: it.Session}
 	if err := o.Validate(); err != nil {

@@ -56,7 +56,7 @@ func TestReadErrors(t *testing.T) {
 		{"not json", `hello`, ErrSyntax},
 		{"array", `["s","t"]`, ErrSyntax},
 		{"two values", `{"session":"s","tool":"t","content":""} {}`, ErrSyntax},
-		{"unknown key", `{"session":"s","tool":"t","content":"","contents":""}`, ErrSyntax},
+		{"misspelt content key", `{"session":"s","tool":"t","contents":""}`, ErrField},
 		{"number content", `{"session":"s","tool":"t","content":5}`, ErrSyntax},
 		{"cut", `{"session":"s","tool":"t","content":"abc`, ErrSyntax},
 		{"invalid utf-8", "{\"session\":\"s\",\"tool\":\"t\",\"content\":\"\xff\"}", ErrSyntax},
@@ -68,8 +68,8 @@ func TestReadErrors(t *testing.T) {
 		{"blank session", `{"session":"  ","tool":"t","content":""}`, ErrField},
 		{"bad tool", `{"session":"s","tool":"a b","content":""}`, ErrField},
 		{"empty tool", `{"session":"s","tool":"","content":""}`, ErrField},
-		{"long tool", `{"session":"s","tool":"` + strings.Repeat("t", 65) + `","content":""}`, ErrField},
-		{"long call id", `{"session":"s","tool":"t","call_id":"` + strings.Repeat("c", 257) + `","content":""}`, ErrField},
+		{"long tool", `{"session":"s","tool":"` + strings.Repeat("t", MaxToolNameLen+1) + `","content":""}`, ErrField},
+		{"long call id", `{"session":"s","tool":"t","call_id":"` + strings.Repeat("c", MaxCallIDLen+1) + `","content":""}`, ErrField},
 	}
 	for _, tc := range cases {
 		in := `{"session":"s","tool":"t","content":"first"}` + "\n" + tc.line + "\n"
@@ -82,6 +82,26 @@ func TestReadErrors(t *testing.T) {
 		if strings.Contains(err.Error(), "first") {
 			t.Errorf("%s: the error repeats content: %v", tc.name, err)
 		}
+	}
+}
+
+// TestReadAcceptsWhatTheLibraryAccepts: keys of a workload's own are
+// ignored, whatever their values, and tool names and call ids may be as
+// long as a workspace record stores.
+func TestReadAcceptsWhatTheLibraryAccepts(t *testing.T) {
+	long := strings.Repeat("c", 1536)
+	in := `{"session":"s","tool":"t","call_id":"` + long + `","kind":"json","content":"{}"}` + "\n" +
+		`{"extra":{"a":[1,{"b":null}]},"session":"s","tool":"` + strings.Repeat("t", MaxToolNameLen) +
+		`","call_id":"` + strings.Repeat("é", MaxCallIDLen/2) + `","content_base64":"/w==","n":1.5e3}` + "\n"
+	items, err := readAll(t, NewReader(strings.NewReader(in), nil))
+	if err != nil || len(items) != 2 {
+		t.Fatalf("read %d items, %v; want 2", len(items), err)
+	}
+	if items[0].CallID != long || string(items[0].Content) != "{}" {
+		t.Errorf("item 0 = %+v", items[0])
+	}
+	if len(items[1].Tool) != MaxToolNameLen || len(items[1].CallID) != MaxCallIDLen || !bytes.Equal(items[1].Content, []byte{0xff}) {
+		t.Errorf("item 1: tool %d bytes, call id %d bytes, content %q", len(items[1].Tool), len(items[1].CallID), items[1].Content)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 )
 
@@ -16,6 +17,9 @@ func FuzzReadWorkload(f *testing.F) {
 	f.Add([]byte(`{"session":"s","tool":"t","content_base64":"/wA="}` + "\r\n\n" + `{"session":"s","tool":"t","content":"\u00e9\ud800"}`))
 	f.Add([]byte(`{"session":"s","tool":"t","content":"x","content_base64":"eA=="}`))
 	f.Add([]byte("{\"session\":\"s\",\"tool\":\"t\",\"content\":\"\xff\"}"))
+	// Keys of the workload's own, and a 1,536-byte call id.
+	f.Add([]byte(`{"session":"s","tool":"t","kind":"json","content":"[]","meta":{"a":[1,null]}}` + "\n"))
+	f.Add([]byte(`{"session":"s","tool":"t","call_id":"` + strings.Repeat("c", 1536) + `","content":"x"}` + "\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		r := NewReader(bytes.NewReader(data), &ReaderOptions{MaxLineBytes: 1 << 12})
 		var items []Item

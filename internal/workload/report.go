@@ -29,6 +29,10 @@ type Report struct {
 	Decisions map[string]int `json:"decisions"`
 	// DecisionLatency is the time from a tool returning its result to the
 	// decision's event: serialization, classification, hashing, storage.
+	// Next to its percentiles, HashFloor is the SHA-256 time of the bytes
+	// of the decision at each percentile, measured in the same run, and
+	// RatioToHash the latency over it (1.0 is the floor of a
+	// content-addressed offload).
 	DecisionLatency Latency `json:"decision_latency"`
 	// DecisionLatencyByOutcome splits DecisionLatency by outcome: inline
 	// decisions never touch the workspace, stored ones include the durable
@@ -79,6 +83,9 @@ type Latency struct {
 	P95   float64 `json:"p95_us"`
 	P99   float64 `json:"p99_us"`
 	Max   float64 `json:"max_us"`
+	// HashFloor and RatioToHash are set on decision latencies only.
+	HashFloor   *Floor      `json:"hash_floor_us,omitempty"`
+	RatioToHash *FloorRatio `json:"ratio_to_hash,omitempty"`
 }
 
 // RehydrationReport holds read latencies and outcomes.
@@ -111,10 +118,15 @@ func latencyOf(d []time.Duration) Latency {
 	}
 	slices.Sort(d)
 	rank := func(p float64) float64 {
-		i := int(p*float64(len(d))+0.999999) - 1 // nearest rank
-		return float64(d[min(max(i, 0), len(d)-1)]) / float64(time.Microsecond)
+		return float64(d[nearestRank(p, len(d))]) / float64(time.Microsecond)
 	}
 	return Latency{Count: len(d), P50: rank(0.50), P95: rank(0.95), P99: rank(0.99), Max: rank(1)}
+}
+
+// nearestRank is the index of the p-th percentile of n sorted values.
+func nearestRank(p float64, n int) int {
+	i := int(p*float64(n)+0.999999) - 1
+	return min(max(i, 0), n-1)
 }
 
 func (r *runner) report(ctx context.Context, all []*session, elapsed time.Duration) (*Report, error) {
@@ -123,8 +135,9 @@ func (r *runner) report(ctx context.Context, all []*session, elapsed time.Durati
 		Rehydration:    RehydrationReport{Outcomes: map[string]int{}},
 		ElapsedSeconds: elapsed.Seconds(),
 	}
-	var dec, whole, ranged []time.Duration
-	byOutcome := map[string][]time.Duration{}
+	var whole, ranged []time.Duration
+	var dec []sample
+	byOutcome := map[string][]sample{}
 	for _, s := range all {
 		st := &s.st
 		rep.Results += st.results
@@ -150,10 +163,11 @@ func (r *runner) report(ctx context.Context, all []*session, elapsed time.Durati
 	}
 	rep.History.finish()
 	rep.HistoryWithReads.finish()
-	rep.DecisionLatency = latencyOf(dec)
+	fl := newFloorMeter(r.now)
+	rep.DecisionLatency = fl.latency(dec)
 	rep.DecisionLatencyByOutcome = map[string]Latency{}
 	for k, v := range byOutcome {
-		rep.DecisionLatencyByOutcome[k] = latencyOf(v)
+		rep.DecisionLatencyByOutcome[k] = fl.latency(v)
 	}
 	rep.Rehydration.Whole = latencyOf(whole)
 	rep.Rehydration.Ranged = latencyOf(ranged)

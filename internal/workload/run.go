@@ -94,8 +94,8 @@ type expect struct {
 
 // stats are one session's measurements, merged into the report.
 type stats struct {
-	decisions     []time.Duration
-	byOutcome     map[string][]time.Duration
+	decisions     []sample
+	byOutcome     map[string][]sample
 	outcomes      map[string]int
 	rehydrations  map[string]int
 	whole, ranged []time.Duration
@@ -272,7 +272,7 @@ func (r *runner) newSession(name string, n int) (*session, error) {
 	return &session{
 		r: r, agentID: "agent-" + strconv.Itoa(n), items: make(chan Item, 2), mw: mw, read: read,
 		tools: map[string]bool{}, expected: map[artifact.Ref]*expect{},
-		st: stats{outcomes: map[string]int{}, rehydrations: map[string]int{}, byOutcome: map[string][]time.Duration{}},
+		st: stats{outcomes: map[string]int{}, rehydrations: map[string]int{}, byOutcome: map[string][]sample{}},
 	}, nil
 }
 
@@ -409,8 +409,9 @@ func (r *runner) observe(ctx context.Context, e *hybridctx.Event) error {
 	}
 	s.pending = false
 	lat, oc := t1.Sub(s.t0), d.Outcome().String()
-	s.st.decisions = append(s.st.decisions, lat)
-	s.st.byOutcome[oc] = append(s.st.byOutcome[oc], lat)
+	smp := sample{d: lat, n: len(s.cur.Content)}
+	s.st.decisions = append(s.st.decisions, smp)
+	s.st.byOutcome[oc] = append(s.st.byOutcome[oc], smp)
 	s.st.outcomes[oc]++
 	if oc := d.Outcome(); oc != hybridctx.Offloaded && oc != hybridctx.ExistingReference {
 		return nil

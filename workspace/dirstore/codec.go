@@ -13,9 +13,12 @@ import (
 // hand-edited database). It never carries the row's values.
 var ErrBadRecord = errors.New("dirstore: malformed record")
 
-// maxTextLen bounds the free-text columns (kind, tool, call id,
-// description), in bytes.
-const maxTextLen = 4096
+// MaxTextLen bounds the free-text columns of a record (kind, tool, call
+// id, description), in bytes: a record with a longer one is refused with
+// ErrBadRecord.
+const MaxTextLen = artifact.MaxCallFieldLen
+
+const maxTextLen = MaxTextLen
 
 // row is one records row, in recordCols order. Times are unix nanoseconds;
 // 0 is the zero time.

@@ -87,6 +87,14 @@ func (w *writer) Write(p []byte) (int, error) {
 	return w.buf.Write(p)
 }
 
+// Grow reserves room for n more bytes, so that a body whose size the
+// Store knows is copied once.
+func (w *writer) Grow(n int) {
+	if !w.done && n > 0 {
+		w.buf.Grow(n)
+	}
+}
+
 func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if w.done {
 		return errors.New("memstore: commit after end")

@@ -1,0 +1,152 @@
+package workspace_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace"
+	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
+	"github.com/hybridctx/hybridctx/workspace/memstore"
+)
+
+// flipBit returns a copy of data with the low bit of byte i flipped.
+func flipBit(data []byte, i int) []byte {
+	c := bytes.Clone(data)
+	c[i] ^= 0x01
+	return c
+}
+
+// TestReuseComparesInsteadOfHashing: attaching bytes the workspace already
+// holds verifies the stored body by comparing it with them (they already
+// hash to the digest), so a reuse reads the body once and hashes none of
+// it; a body passed as a stream is still re-hashed.
+func TestReuseComparesInsteadOfHashing(t *testing.T) {
+	ctx := context.Background()
+	data := bodyOf(41, 3<<20)
+	s, in, _ := instrumented(nil)
+	if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("first Attach = %v, %v", c, err)
+	}
+	for _, owner := range []string{"same owner", "new owner"} {
+		in.Reset()
+		before := s.VerifyHashedBytes()
+		o := ownerA
+		if owner == "new owner" {
+			o = ownerB
+		}
+		c, err := attachOf(ctx, s, o, data)
+		if err != nil || (c != workspace.AttachExisting && c != workspace.AttachCreated) {
+			t.Fatalf("%s: Attach = %v, %v", owner, c, err)
+		}
+		if h := s.VerifyHashedBytes() - before; h != 0 {
+			t.Errorf("%s: reuse hashed %d stored bytes, want 0", owner, h)
+		}
+		if n := in.Counts(); n.BytesRead != int64(len(data)) || n.NewWriters != 0 {
+			t.Errorf("%s: reuse read %d bytes and opened %d writers; want %d and 0", owner, n.BytesRead, n.NewWriters, len(data))
+		}
+	}
+	// The streamed form cannot keep its bytes: it hashes the stored body.
+	before := s.VerifyHashedBytes()
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
+		t.Fatalf("streamed Attach = %v, %v", c, err)
+	}
+	if h := s.VerifyHashedBytes() - before; h != int64(len(data)) {
+		t.Errorf("streamed reuse hashed %d stored bytes, want %d", h, len(data))
+	}
+}
+
+// TestSameSizeCorruptionIsReplaced: a stored body of the right size that
+// differs from the incoming bytes in a single bit, anywhere, is found
+// corrupt by the comparison and replaced; so is one a byte short or long.
+func TestSameSizeCorruptionIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	data := bodyOf(42, 600_000) // several chunks
+	s, _, m := instrumented(nil)
+	if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("first Attach = %v, %v", c, err)
+	}
+	ref := artifact.RefOf(data)
+	damaged := map[string][]byte{
+		"first byte":  flipBit(data, 0),
+		"mid chunk":   flipBit(data, 300_001),
+		"last byte":   flipBit(data, len(data)-1),
+		"one short":   data[:len(data)-1],
+		"one longer":  append(bytes.Clone(data), 'x'),
+		"all zeros":   make([]byte, len(data)),
+		"second body": bodyOf(43, len(data)),
+	}
+	for name, bad := range damaged {
+		if !m.Tamper(ref.Hex(), bad) {
+			t.Fatalf("%s: Tamper failed", name)
+		}
+		if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachReplaced || err != nil {
+			t.Errorf("%s: Attach = %v, %v; want replaced", name, c, err)
+		}
+		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
+			t.Errorf("%s: body after the repair: %v", name, err)
+		}
+		// A new owner repairs it too, without learning it was there.
+		m.Tamper(ref.Hex(), bad)
+		newOwner := artifact.Owner{User: "n", Workflow: "wf", Session: name}
+		if c, err := attachOf(ctx, s, newOwner, data); c != workspace.AttachCreated || err != nil {
+			t.Errorf("%s, new owner: Attach = %v, %v; want created", name, c, err)
+		}
+		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
+			t.Errorf("%s, new owner: body after the repair: %v", name, err)
+		}
+	}
+}
+
+// growBodies wraps a memstore's bodies, recording the room its writers are
+// asked to reserve.
+type growBodies struct {
+	*memstore.Store
+	grown []int
+}
+
+type growWriter struct {
+	driver.Writer
+	b *growBodies
+}
+
+func (g *growBodies) NewWriter(ctx context.Context) (driver.Writer, error) {
+	w, err := g.Store.NewWriter(ctx)
+	return &growWriter{Writer: w, b: g}, err
+}
+
+func (w *growWriter) Grow(n int) {
+	w.b.grown = append(w.b.grown, n)
+	w.Writer.(interface{ Grow(int) }).Grow(n)
+}
+
+// TestBytesWriteReservesRoom: a body given as bytes tells a writer that can
+// reserve room its whole size first, so a memory backend copies it once; a
+// streamed body (size unknown) does not.
+func TestBytesWriteReservesRoom(t *testing.T) {
+	ctx := context.Background()
+	m := memstore.New()
+	g := &growBodies{Store: m}
+	s := workspace.New(g, m)
+	data := bodyOf(44, 700_000)
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	if c, err := drivertest.AttachData(ctx, s, ownerA, data, false, at); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("Attach = %v, %v", c, err)
+	}
+	if len(g.grown) != 1 || g.grown[0] != len(data) {
+		t.Errorf("writers were asked to grow by %v, want [%d]", g.grown, len(data))
+	}
+	if _, err := drivertest.AttachData(ctx, s, ownerA, bodyOf(45, 1000), true, at); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.grown) != 1 {
+		t.Errorf("a streamed body asked to grow: %v", g.grown)
+	}
+	if got, err := s.ReadVerified(ctx, artifact.RefOf(data), int64(len(data)), 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
+		t.Errorf("read back %d bytes, %v", len(got), err)
+	}
+}
