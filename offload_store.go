@@ -162,8 +162,10 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 		case err == io.EOF || err == io.ErrUnexpectedEOF:
 			st.bytes = buf
 			err := st.digestBytes(ctx)
-			st.bytes = nil                 // stream input: Consumed, not the bytes, is what the host gets
-			if o.policy.PreviewBytes > 0 { // buf goes back to the pool
+			// Stream input: Consumed, not the bytes, is what the host gets,
+			// and buf goes back to the pool.
+			st.bytes = nil
+			if o.policy.PreviewBytes > 0 {
 				st.head = &previewTap{buf: bytes.Clone(buf[:min(int64(len(buf)), o.policy.PreviewBytes)])}
 			}
 			if err != nil {

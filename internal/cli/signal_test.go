@@ -140,8 +140,8 @@ func TestSignalWhileStdinStalls(t *testing.T) {
 		sig     syscall.Signal
 	}{
 		{"below the threshold", 5, syscall.SIGINT},
-		{"mid-stream above the threshold", 200000, syscall.SIGTERM},
-		{"mid-stream, json", 200000, syscall.SIGINT},
+		{"mid-stream above the threshold", 600000, syscall.SIGTERM}, // past the 256 KiB decided from memory
+		{"mid-stream, json", 600000, syscall.SIGINT},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
