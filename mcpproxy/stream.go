@@ -173,8 +173,10 @@ func parseStreamHead(prefix []byte) (streamHead, bool) {
 		if !ok {
 			return h, false
 		}
+		// The payload key, after the type or before it (the type, checked
+		// once the message is whole, must then agree).
 		want := map[string]string{"text": "text", "image": "data", "audio": "data"}[typ]
-		if want != "" && key == want {
+		if want != "" && key == want || typ == "" && (key == "text" || key == "data") {
 			h.kind = key
 			break
 		}

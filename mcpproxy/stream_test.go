@@ -76,9 +76,15 @@ func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage,
 	}
 	body := strings.Repeat(unit, (2*lineBuffer+streamTestAbove)/len(unit)+2)
 	var payloadBlock string
-	if shape&2 == 0 {
+	typeLast := len(seed)%3 == 2 // the type after the payload, as a sorted-key encoder writes it
+	switch {
+	case shape&2 == 0 && typeLast:
+		payloadBlock = `{"text":` + jsonQuote(body, shape) + `,"type":"text"`
+	case shape&2 == 0:
 		payloadBlock = `{"type":"text","text":` + jsonQuote(body, shape)
-	} else {
+	case typeLast:
+		payloadBlock = `{"data":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `","mimeType":"image/png","type":"image"`
+	default:
 		payloadBlock = `{"type":"image","mimeType":"image/png","data":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `"`
 	}
 	if shape&16 != 0 {
@@ -114,6 +120,7 @@ func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage,
 func FuzzStreamedResult(f *testing.F) {
 	for _, shape := range []uint8{0, 1, 2, 3, 4, 8, 16, 32, 64, 0x80, 0x81, 0x1f, 0x3d} {
 		f.Add([]byte("line of text\t"), shape)
+		f.Add([]byte("type last!!"), shape) // len%3 == 2: the type last
 	}
 	f.Add([]byte("\xed\xa0\xbd"), uint8(1))
 	f.Fuzz(func(t *testing.T, seed []byte, shape uint8) {
