@@ -88,10 +88,12 @@
 //
 // A large tools/call result from a Command upstream is streamed: once a
 // line passes 1 MiB inside a content block's text, or an image or audio
-// block's base64 data, written after the message's id and the block's type
-// (the usual order), the payload is unescaped or decoded on the fly
-// into the offloader, and only the rest of the message is held; memory
-// stays flat whatever the payload's size. Other large messages (a second
-// large payload after the streamed one, structuredContent, embedded resources, results
-// the proxy does not bound) are still read whole, up to the message limit.
+// block's base64 data, written after the block's type (the usual order),
+// the payload is unescaped or decoded on the fly into the offloader, and
+// only the rest of the message is held; memory stays flat whatever the
+// payload's size. When the message's id comes only after the payload, the
+// line is first spooled to a private temporary file (Options.TempDir).
+// Other large messages (a second large payload after the streamed one,
+// structuredContent, embedded resources, results the proxy does not bound,
+// large client requests) are still read whole, up to the message limit.
 package mcpproxy

@@ -61,7 +61,14 @@ func decodeRun(buf, out []byte) (i, w int) {
 			if r == utf8.RuneError && size == 1 || w+size > len(out) {
 				return i, w
 			}
-			copy(out[w:], buf[i:i+size])
+			// By hand: a call to copy costs more than 2 to 4 bytes.
+			out[w], out[w+1] = buf[i], buf[i+1]
+			if size > 2 {
+				out[w+2] = buf[i+2]
+				if size > 3 {
+					out[w+3] = buf[i+3]
+				}
+			}
 			i, w = i+size, w+size
 		case c == '\\' && i+1 < len(buf):
 			e := escapes[buf[i+1]]

@@ -58,6 +58,7 @@ type Proxy struct {
 	// payload is streamed (see stream.go).
 	streamAbove int
 	streamed    atomic.Int64 // payloads streamed, for tests
+	tempDir     string
 }
 
 // NewProxy returns a Proxy that stores oversized blocks with off and serves
@@ -73,7 +74,7 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 	}
 	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}, streamAbove: streamAbove}
 	if opts != nil {
-		p.log = opts.Logger
+		p.log, p.tempDir = opts.Logger, opts.TempDir
 	}
 	if err := r.setNames(readtools.NamesOf(off.Policy())); err != nil {
 		return nil, err

@@ -45,6 +45,10 @@ type Options struct {
 	// proxy forwarded): the side, a categorical reason and a running count,
 	// never the message's content or id.
 	Logger *slog.Logger
+	// TempDir is where a Proxy spools a large upstream result whose id
+	// comes after its payload (a private file, removed as it is created);
+	// empty means os.TempDir().
+	TempDir string
 }
 
 func (o *Options) budget() (int64, error) {

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -25,6 +26,11 @@ import (
 // read into memory and bounded as usual, with the streamed block already
 // decided. Memory stays flat whatever the payload's size; --max-message
 // still applies. Any other large line is read whole, as before.
+//
+// When the id comes after the payload, the rest of the line is spooled to
+// a private temporary file (unlinked at once, in Options.TempDir) while a
+// constant-memory scanner finds the id; the payload is then streamed from
+// the file.
 //
 // Differences from the whole-message path, all for malformed or unusual
 // results: a streamed block whose other fields are themselves over the
@@ -129,7 +135,7 @@ func parseStreamHead(prefix []byte) (streamHead, bool) {
 			h.id = v
 		}
 	}
-	if h.id == nil || !p.open('{') {
+	if !p.open('{') { // a nil id: it comes after the result (see spool)
 		return h, false
 	}
 	for {
@@ -167,8 +173,10 @@ func parseStreamHead(prefix []byte) (streamHead, bool) {
 		if !ok {
 			return h, false
 		}
+		// The payload key, after the type or before it (the type, checked
+		// once the message is whole, must then agree).
 		want := map[string]string{"text": "text", "image": "data", "audio": "data"}[typ]
-		if want != "" && key == want {
+		if want != "" && key == want || typ == "" && (key == "text" || key == "data") {
 			h.kind = key
 			break
 		}
@@ -260,15 +268,32 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 	if !ok {
 		return false
 	}
+	lr, _ := rest.(*lineRest)
+	body := io.Reader(lr)
+	over := false
+	if h.id == nil {
+		f, err := os.CreateTemp(s.p.tempDir, "hybridctx-mcp-*")
+		if err != nil {
+			return false // no spool: read whole, as any other line
+		}
+		_ = os.Remove(f.Name()) // private and never left behind
+		defer f.Close()
+		if h.id, over, err = spool(f, prefix, lr); err != nil || h.id == nil {
+			s.drop(fromUpstream, "a streamed result could not be taken")
+			return true
+		}
+		body = f
+	}
 	key, ok := idKey(h.id)
 	if !ok {
-		return false
+		lr.drain()
+		s.drop(fromUpstream, whyID)
+		return true
 	}
 	s.mu.Lock()
 	c := s.pending[key]
 	_, local := s.local[key]
 	s.mu.Unlock()
-	lr, _ := rest.(*lineRest)
 	switch {
 	case c == nil:
 		// A response to nothing in progress: dropped, in constant memory.
@@ -279,7 +304,7 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 		s.drop(fromUpstream, why)
 		lr.drain()
 		return true
-	case c.method != methodToolsCall:
+	case c.method != methodToolsCall && body == io.Reader(lr):
 		return false
 	}
 	c = s.take(key)
@@ -288,7 +313,15 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 		return true
 	}
 	s.p.streamed.Add(1)
-	res, err := s.streamResult(c, prefix, h, lr)
+	var res json.RawMessage
+	err := errLineTooLarge
+	if !over {
+		if c.method != methodToolsCall {
+			err = errNotBounded // spooled, but not a result the proxy bounds
+		} else {
+			res, err = s.streamResult(c, prefix, h, body)
+		}
+	}
 	c.cancel()
 	lr.drain()
 	if err != nil {
@@ -308,10 +341,39 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 	return true
 }
 
+// spool copies the rest of a line whose id comes after its payload to f,
+// finding the id on the way, and rewinds f. Past the message limit it
+// stops writing but still reads to the end of the line for the id, and
+// reports over.
+func spool(f *os.File, prefix []byte, lr *lineRest) (id json.RawMessage, over bool, err error) {
+	var sc idScanner
+	sc.feed(prefix)
+	buf := make([]byte, streamBuffer)
+	for {
+		n, rerr := lr.Read(buf)
+		sc.feed(buf[:n])
+		if !over {
+			if _, err := f.Write(buf[:n]); err != nil {
+				lr.drain()
+				return nil, false, err
+			}
+		}
+		switch {
+		case errors.Is(rerr, errLineTooLarge):
+			over = true
+		case errors.Is(rerr, io.EOF):
+			_, err := f.Seek(0, io.SeekStart)
+			return sc.id, over, err
+		case rerr != nil:
+			return nil, false, rerr
+		}
+	}
+}
+
 // streamResult offloads the streamed payload, then bounds the rest of the
 // message with that block decided.
-func (s *session) streamResult(c *call, prefix []byte, h streamHead, lr *lineRest) (json.RawMessage, error) {
-	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(prefix[h.body:]), lr), streamBuffer)
+func (s *session) streamResult(c *call, prefix []byte, h streamHead, rest io.Reader) (json.RawMessage, error) {
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(prefix[h.body:]), rest), streamBuffer)
 	sr := &strReader{br: br}
 	var payload io.Reader = sr
 	if h.kind == "data" {

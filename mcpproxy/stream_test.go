@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
@@ -75,9 +76,15 @@ func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage,
 	}
 	body := strings.Repeat(unit, (2*lineBuffer+streamTestAbove)/len(unit)+2)
 	var payloadBlock string
-	if shape&2 == 0 {
+	typeLast := len(seed)%3 == 2 // the type after the payload, as a sorted-key encoder writes it
+	switch {
+	case shape&2 == 0 && typeLast:
+		payloadBlock = `{"text":` + jsonQuote(body, shape) + `,"type":"text"`
+	case shape&2 == 0:
 		payloadBlock = `{"type":"text","text":` + jsonQuote(body, shape)
-	} else {
+	case typeLast:
+		payloadBlock = `{"data":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `","mimeType":"image/png","type":"image"`
+	default:
 		payloadBlock = `{"type":"image","mimeType":"image/png","data":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `"`
 	}
 	if shape&16 != 0 {
@@ -104,7 +111,7 @@ func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage,
 	default:
 		line = `{"jsonrpc":"2.0","id":1,"result":` + res + `}`
 	}
-	return line, json.RawMessage(res), shape&64 == 0
+	return line, json.RawMessage(res), true
 }
 
 // FuzzStreamedResult: a result streamed into the offloader gets the same
@@ -113,6 +120,7 @@ func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage,
 func FuzzStreamedResult(f *testing.F) {
 	for _, shape := range []uint8{0, 1, 2, 3, 4, 8, 16, 32, 64, 0x80, 0x81, 0x1f, 0x3d} {
 		f.Add([]byte("line of text\t"), shape)
+		f.Add([]byte("type last!!"), shape) // len%3 == 2: the type last
 	}
 	f.Add([]byte("\xed\xa0\xbd"), uint8(1))
 	f.Fuzz(func(t *testing.T, seed []byte, shape uint8) {
@@ -215,5 +223,32 @@ func TestStreamedMemoryFlat(t *testing.T) {
 		t.Fatalf("allocated %d MiB for a %d MiB result", alloc>>20, size>>20)
 	} else {
 		t.Logf("allocated %.1f MiB for a %d MiB result", float64(alloc)/(1<<20), size>>20)
+	}
+}
+
+// TestSpooledIDLast: a large result whose id comes last is spooled to a
+// private file (gone at once) and streamed; over the limit, the call gets
+// the size error found by its trailing id.
+func TestSpooledIDLast(t *testing.T) {
+	dir := t.TempDir()
+	limit := 6 * lineBuffer
+	r := newRawRigWith(t, limit, func(p *Proxy) { p.streamAbove, p.tempDir = streamTestAbove, dir })
+	idLast := func(id string, n int) string {
+		return `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"` + strings.Repeat("y", n) + `"}]},"id":` + id + `}`
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"big"}}`)
+	r.upRecv(t)
+	r.answer(t, idLast(`"a"`, 3*lineBuffer))
+	if l := r.recv(t); string(fields(t, l)["id"]) != `"a"` || !strings.Contains(l, "artifact://") {
+		t.Fatalf("spooled: %.300s", l)
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"big"}}`)
+	r.upRecv(t)
+	r.answer(t, idLast(`"b"`, 2*limit))
+	if l := r.recv(t); errCode(t, l) != -32603 || !strings.Contains(l, "size limit") || string(fields(t, l)["id"]) != `"b"` {
+		t.Fatalf("over the limit: %s", l)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 || r.proxy.streamed.Load() != 2 {
+		t.Fatalf("%d files left in the spool directory; streamed %d", len(left), r.proxy.streamed.Load())
 	}
 }
