@@ -28,6 +28,7 @@ type Diagnostics struct {
 	attrIn     int64
 	attrOut    int64
 	hasOut     bool
+	view       View
 }
 
 // Operation returns offload or rehydration.
@@ -41,6 +42,10 @@ func (d *Diagnostics) Content() Content { return d.content }
 
 // Reason returns the decision's reason.
 func (d *Diagnostics) Reason() Reason { return d.reason }
+
+// View returns what a rehydration turned the body into (range, lines,
+// search, query); 0 for an offload.
+func (d *Diagnostics) View() View { return d.view }
 
 // ObservedBytes returns the bytes the decision looked at; ok is false where
 // the spec makes it null (unauthorized, missing, invalid_reference).
@@ -124,14 +129,17 @@ func initOffloadDiagnostics(d *Diagnostics, outcome Outcome, reason Reason, obse
 // unauthorized, missing and invalid_reference. ref is the canonical text
 // ("" only for invalid_reference); givenLen is the byte length of the text
 // the caller gave (the attribution input of invalid_reference).
-func newRehydrationDiagnostics(outcome Outcome, reason Reason, observed, budget int64, ref string, givenLen int) (*Diagnostics, error) {
+func newRehydrationDiagnostics(view View, outcome Outcome, reason Reason, observed, budget int64, ref string, givenLen int) (*Diagnostics, error) {
 	d := new(Diagnostics)
-	return d, initRehydrationDiagnostics(d, outcome, reason, observed, budget, ref, givenLen)
+	return d, initRehydrationDiagnostics(d, view, outcome, reason, observed, budget, ref, givenLen)
 }
 
-func initRehydrationDiagnostics(d *Diagnostics, outcome Outcome, reason Reason, observed, budget int64, ref string, givenLen int) error {
+func initRehydrationDiagnostics(d *Diagnostics, view View, outcome Outcome, reason Reason, observed, budget int64, ref string, givenLen int) error {
 	if outcome.Operation() != OpRehydration {
 		return fmt.Errorf("%w: %v is not a rehydration outcome", errOutOfRange, outcome)
+	}
+	if !view.valid() {
+		return fmt.Errorf("%w: %v", errOutOfRange, view)
 	}
 	if !ValidPair(outcome, reason) {
 		return fmt.Errorf("%w: %v/%v", errInvalidPair, outcome, reason)
@@ -145,7 +153,7 @@ func initRehydrationDiagnostics(d *Diagnostics, outcome Outcome, reason Reason, 
 		return err
 	}
 	*d = Diagnostics{op: OpRehydration, outcome: outcome, content: RecoveredContext, reason: reason,
-		configured: budget, ref: r, attrIn: artifact.RefLen}
+		configured: budget, ref: r, attrIn: artifact.RefLen, view: view}
 	if !nullObs {
 		d.observed, d.hasObs = observed, true
 	}
@@ -168,6 +176,7 @@ type diagJSON struct {
 	ConfiguredBytes int64           `json:"configured_bytes"`
 	Reference       *string         `json:"reference"`
 	Attribution     attributionJSON `json:"attribution"`
+	View            View            `json:"view,omitempty"`
 }
 
 type attributionJSON struct {
@@ -177,7 +186,7 @@ type attributionJSON struct {
 
 func (d *Diagnostics) wire() diagJSON {
 	w := diagJSON{Operation: d.op, Outcome: d.outcome, Content: d.content, Reason: d.reason,
-		ConfiguredBytes: d.configured, Attribution: attributionJSON{InputBytes: d.attrIn}}
+		ConfiguredBytes: d.configured, Attribution: attributionJSON{InputBytes: d.attrIn}, View: d.view}
 	if d.hasObs {
 		n := d.observed
 		w.ObservedBytes = &n
@@ -223,6 +232,10 @@ func (d *Diagnostics) String() string {
 	b.WriteString(strconv.FormatInt(d.attrIn, 10))
 	b.WriteString(" out=")
 	b.WriteString(optInt(d.attrOut, d.hasOut))
+	if d.view != 0 {
+		b.WriteString(" view=")
+		b.WriteString(d.view.String())
+	}
 	return b.String()
 }
 
@@ -256,6 +269,9 @@ func (d *Diagnostics) LogValue() slog.Value {
 	}
 	if !d.ref.IsZero() {
 		attrs = append(attrs, slog.String("reference", d.ref.String()))
+	}
+	if d.view != 0 {
+		attrs = append(attrs, slog.String("view", d.view.String()))
 	}
 	return slog.GroupValue(attrs...)
 }

@@ -87,11 +87,11 @@ func TestRehydrationConstructorRejects(t *testing.T) {
 		{"invalid ref with ref", InvalidReference, MalformedReference, -1, 1, goodRef, errInvalidRefText},
 	}
 	for _, c := range bad {
-		if _, err := newRehydrationDiagnostics(c.o, c.r, c.obs, c.budget, c.ref, 0); !errors.Is(err, c.want) {
+		if _, err := newRehydrationDiagnostics(ViewRange, c.o, c.r, c.obs, c.budget, c.ref, 0); !errors.Is(err, c.want) {
 			t.Errorf("%s: err = %v, want %v", c.name, err, c.want)
 		}
 	}
-	d, err := newRehydrationDiagnostics(InvalidReference, MalformedReference, -1, 10, "", 7)
+	d, err := newRehydrationDiagnostics(ViewRange, InvalidReference, MalformedReference, -1, 10, "", 7)
 	if err != nil || d.content != RecoveredContext || d.attrIn != 7 {
 		t.Fatalf("invalid reference: %v %+v", err, d)
 	}
@@ -99,7 +99,7 @@ func TestRehydrationConstructorRejects(t *testing.T) {
 
 func TestEnumNames(t *testing.T) {
 	seen := map[string]bool{}
-	for r := BelowThreshold; r <= MalformedReference; r++ {
+	for r := BelowThreshold; int(r) < NumReasons; r++ {
 		n := r.String()
 		if seen[n] || strings.ContainsAny(n, " ()") || strings.ToLower(n) != n {
 			t.Errorf("reason %d name %q", r, n)
@@ -113,7 +113,34 @@ func TestEnumNames(t *testing.T) {
 	for _, rs := range validPairs {
 		every += len(rs)
 	}
-	if every != int(MalformedReference) {
-		t.Fatalf("valid pairs cover %d reasons, want every one of %d exactly once", every, MalformedReference)
+	if every != NumReasons-1 {
+		t.Fatalf("valid pairs cover %d reasons, want every one of %d exactly once", every, NumReasons-1)
+	}
+}
+
+func TestViewNames(t *testing.T) {
+	want := []string{"range", "lines", "search", "query"}
+	for i, n := range want {
+		if v := View(i + 1); v.String() != n || !v.valid() {
+			t.Errorf("view %d = %q", i+1, v)
+		}
+	}
+	if View(0).valid() || View(5).valid() || View(9).String() != "view(9)" {
+		t.Fatal("views outside the table")
+	}
+	if _, err := newRehydrationDiagnostics(0, Resolved, DigestVerified, 1, 1, goodRef, 0); !errors.Is(err, errOutOfRange) {
+		t.Fatalf("rehydration without view: %v", err)
+	}
+	for _, r := range []Reason{NotJSON, FilterError, LimitExceeded} {
+		d, err := newRehydrationDiagnostics(ViewQuery, ViewFailed, r, 0, 10, goodRef, 0)
+		if err != nil || d.View() != ViewQuery || d.Outcome().Operation() != OpRehydration {
+			t.Fatalf("%v: %v", r, err)
+		}
+		if _, _, ok := d.Attribution(); ok {
+			t.Fatal("view_failed returns nothing")
+		}
+	}
+	if _, err := newRehydrationDiagnostics(ViewQuery, ViewFailed, DigestMismatch, 0, 10, goodRef, 0); !errors.Is(err, errInvalidPair) {
+		t.Fatal("view_failed with a foreign reason")
 	}
 }

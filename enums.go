@@ -27,6 +27,9 @@ const (
 	Unauthorized
 	OverBudget
 	InvalidReference
+	// ViewFailed means a view (lines, search, query) could not turn a
+	// verified body into an answer (§13).
+	ViewFailed
 )
 
 // Content says what kind of bytes a decision was about.
@@ -61,7 +64,38 @@ const (
 	OwnerMismatch
 	BudgetExceeded
 	MalformedReference
+	// NotJSON: a query view over a body that is not JSON.
+	NotJSON
+	// FilterError: a query filter failed while running.
+	FilterError
+	// LimitExceeded: a view hit its time or memory bound.
+	LimitExceeded
 )
+
+// View says what a rehydration turned the verified body into (§13). Every
+// rehydration has one; offload decisions have none (0).
+type View uint8
+
+// The views.
+const (
+	// ViewRange returns a byte range, exactly.
+	ViewRange View = iota + 1
+	// ViewLines returns whole lines, exactly.
+	ViewLines
+	// ViewSearch returns the lines matching a pattern, grep -n style.
+	ViewSearch
+	// ViewQuery returns the results of a jq filter over a JSON body.
+	ViewQuery
+)
+
+var viewNames = [...]string{ViewRange: "range", ViewLines: "lines", ViewSearch: "search", ViewQuery: "query"}
+
+func (v View) String() string { return name(viewNames[:], uint8(v), "view") }
+
+// MarshalText implements encoding.TextMarshaler with the snake_case name.
+func (v View) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+func (v View) valid() bool { return v >= ViewRange && v <= ViewQuery }
 
 var opNames = [...]string{OpOffload: "offload", OpRehydration: "rehydration"}
 
@@ -69,7 +103,7 @@ var outcomeNames = [...]string{
 	Inline: "inline", Offloaded: "offloaded", ExistingReference: "existing_reference",
 	Failed: "failed", RecoveryRequired: "recovery_required", Resolved: "resolved",
 	Stale: "stale", Missing: "missing", Unauthorized: "unauthorized",
-	OverBudget: "over_budget", InvalidReference: "invalid_reference",
+	OverBudget: "over_budget", InvalidReference: "invalid_reference", ViewFailed: "view_failed",
 }
 
 var contentNames = [...]string{ToolResult: "tool_result", RecoveredContext: "recovered_context"}
@@ -83,6 +117,7 @@ var reasonNames = [...]string{
 	RecordCommitFailed: "record_commit_failed", DigestVerified: "digest_verified",
 	DigestMismatch: "digest_mismatch", BodyMissing: "body_missing", OwnerMismatch: "owner_mismatch",
 	BudgetExceeded: "budget_exceeded", MalformedReference: "malformed_reference",
+	NotJSON: "not_json", FilterError: "filter_error", LimitExceeded: "limit_exceeded",
 }
 
 func name(names []string, v uint8, kind string) string {
@@ -114,7 +149,7 @@ func (o Outcome) Operation() Operation {
 	switch {
 	case o >= Inline && o <= RecoveryRequired:
 		return OpOffload
-	case o >= Resolved && o <= InvalidReference:
+	case o >= Resolved && o <= ViewFailed:
 		return OpRehydration
 	}
 	return 0
@@ -133,7 +168,15 @@ var validPairs = [...][]Reason{
 	Unauthorized:      {OwnerMismatch},
 	OverBudget:        {BudgetExceeded},
 	InvalidReference:  {MalformedReference},
+	ViewFailed:        {NotJSON, FilterError, LimitExceeded},
 }
+
+// NumOutcomes is one more than the largest Outcome, so tables indexed by
+// outcome can be sized without naming the last one.
+const NumOutcomes = int(ViewFailed) + 1
+
+// NumReasons is one more than the largest Reason.
+const NumReasons = int(LimitExceeded) + 1
 
 // ValidPair reports whether reason is one of the reasons outcome can have.
 func ValidPair(o Outcome, r Reason) bool {

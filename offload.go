@@ -125,6 +125,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	o = o.forTool(call.Tool)
 	switch v := result.(type) {
 	case *Segment:
 		if v != nil && v.valid {

@@ -247,6 +247,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	o = o.forTool(call.Tool)
 	rewind := rewinder(r)
 	// The head grows with what arrives, so a large threshold costs memory
 	// only for results that are actually that large.

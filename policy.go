@@ -35,6 +35,17 @@ type Policy struct {
 	// means DefaultReadToolName; otherwise at most 64 bytes of
 	// [A-Za-z0-9_.-].
 	ReadToolName string
+	// SearchToolName and QueryToolName name the search and query tools
+	// (§13) by the same rules; empty means DefaultSearchToolName and
+	// DefaultQueryToolName.
+	SearchToolName, QueryToolName string
+	// ToolThresholds overrides InlineThreshold for the results of the
+	// named tools (§13); each threshold must be > 0. The map must not
+	// change once an Offloader uses the policy.
+	ToolThresholds map[string]int64
+	// PreviewBytes, when > 0, adds to the notice of a text or JSON body its
+	// first whole lines, at most this many bytes (§13). 0 means no preview.
+	PreviewBytes int64
 }
 
 // Validate reports whether p is usable. The error wraps ErrInvalidPolicy.
@@ -56,7 +67,7 @@ func (p Policy) Validate() error {
 			}
 		}
 	}
-	return nil
+	return p.validateRetrieval()
 }
 
 func (p Policy) maxBytes() int64 {

@@ -74,6 +74,15 @@ type RehydratorOptions struct {
 	// Clock returns the current time (segments and event times). Default
 	// time.Now.
 	Clock func() time.Time
+	// QueryMaxBytes is the largest body a query view parses; a larger one is
+	// view_failed/limit_exceeded. 0 means DefaultQueryMaxBytes.
+	QueryMaxBytes int64
+	// QueryTimeout is the time limit of one query; 0 means
+	// DefaultQueryTimeout.
+	QueryTimeout time.Duration
+	// QueryMemoryBytes bounds how much the heap may grow while a filter
+	// runs; 0 means DefaultQueryMemoryBytes.
+	QueryMemoryBytes int64
 }
 
 // Rehydrator resolves references for one binding. It is safe for concurrent
@@ -81,6 +90,7 @@ type RehydratorOptions struct {
 type Rehydrator struct {
 	binding *Binding
 	clock   func() time.Time
+	query   queryLimits
 }
 
 // NewRehydrator returns a Rehydrator for binding, which must have a store
@@ -89,9 +99,25 @@ func NewRehydrator(binding *Binding, opts *RehydratorOptions) (*Rehydrator, erro
 	if binding == nil || binding.store == nil {
 		return nil, ErrNoWorkspace
 	}
-	r := &Rehydrator{binding: binding, clock: time.Now}
-	if opts != nil && opts.Clock != nil {
+	r := &Rehydrator{binding: binding, clock: time.Now,
+		query: queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: DefaultQueryTimeout, memory: DefaultQueryMemoryBytes}}
+	if opts == nil {
+		return r, nil
+	}
+	if opts.QueryMaxBytes < 0 || opts.QueryTimeout < 0 || opts.QueryMemoryBytes < 0 {
+		return nil, fmt.Errorf("%w: query limits must be >= 0", ErrInvalidRequest)
+	}
+	if opts.Clock != nil {
 		r.clock = opts.Clock
+	}
+	if opts.QueryMaxBytes > 0 {
+		r.query.maxBytes = opts.QueryMaxBytes
+	}
+	if opts.QueryTimeout > 0 {
+		r.query.timeout = opts.QueryTimeout
+	}
+	if opts.QueryMemoryBytes > 0 {
+		r.query.memory = opts.QueryMemoryBytes
 	}
 	return r, nil
 }
@@ -110,9 +136,16 @@ type Rehydration struct {
 	Offset, Length int64
 	// Written is the bytes RehydrateTo wrote.
 	Written int64
+	// Page describes the answer of a lines, search or query view: what it
+	// shows and where to continue (zero for a byte range).
+	Page Page
 
+	view View
 	diag Diagnostics
 }
+
+// View returns what the body was turned into: range, lines, search or query.
+func (r *Rehydration) View() View { return r.view }
 
 // Outcome returns the decision's outcome.
 func (r *Rehydration) Outcome() Outcome { return r.diag.outcome }
@@ -148,28 +181,11 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 	if req.Budget <= 0 || req.Offset < 0 || req.Length < 0 {
 		return nil, fmt.Errorf("%w: budget must be > 0, offset and length >= 0", ErrInvalidRequest)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	out, rec, done, err := h.locate(ctx, ViewRange, req.Reference, req.Budget)
+	if done || err != nil {
+		return out, err
 	}
-	ref, err := artifact.ParseRef(req.Reference)
-	if err != nil {
-		return h.finish(ctx, &Rehydration{}, InvalidReference, MalformedReference, -1, req.Budget, len(req.Reference))
-	}
-	out := &Rehydration{Ref: ref}
 	store := h.binding.store
-	rec, err := store.Record(ctx, h.binding.owner, ref)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return h.finish(ctx, out, Unauthorized, OwnerMismatch, -1, req.Budget, 0)
-	case err != nil:
-		return nil, err
-	}
-	out.BodySize = rec.Size
-	if _, err := store.StatBody(ctx, ref); errors.Is(err, fs.ErrNotExist) {
-		return h.finish(ctx, out, Missing, BodyMissing, -1, req.Budget, 0)
-	} else if err != nil {
-		return nil, err
-	}
 	out.Offset = min(req.Offset, rec.Size)
 	out.Length = rec.Size - out.Offset
 	if req.Length > 0 {
@@ -180,9 +196,9 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 	}
 	var body []byte
 	if w != nil {
-		out.Written, err = store.CopyVerified(ctx, ref, rec.Size, out.Offset, out.Length, w)
+		out.Written, err = store.CopyVerified(ctx, out.Ref, rec.Size, out.Offset, out.Length, w)
 	} else {
-		body, err = store.ReadVerified(ctx, ref, rec.Size, out.Offset, out.Length)
+		body, err = store.ReadVerified(ctx, out.Ref, rec.Size, out.Offset, out.Length)
 	}
 	switch {
 	case err == nil:
@@ -196,14 +212,55 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 		return nil, err
 	}
 	if w == nil {
-		out.Segment = &Segment{ref: ref, offset: out.Offset, size: rec.Size, body: body, at: h.clock().UTC(), valid: true}
+		out.Segment = h.segment(out.Ref, out.Offset, rec.Size, body)
 	}
-	// Reading a body is using it: refresh the record's last-used time, at
-	// most hourly, so retention keeps what is still being read.
-	if now := h.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
-		_ = store.TouchRecord(ctx, h.binding.owner, ref, now)
-	}
+	h.touch(ctx, rec)
 	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)
+}
+
+// locate runs the checks every view shares, in the order of §5: context,
+// reference syntax, owner (zero body I/O), existence. When one of them
+// decides, done is true and out carries the decision (its event reported).
+func (h *Rehydrator) locate(ctx context.Context, view View, text string, budget int64) (out *Rehydration, rec artifact.Record, done bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, rec, true, err
+	}
+	out = &Rehydration{view: view}
+	r, err := artifact.ParseRef(text)
+	if err != nil {
+		out, err = h.finish(ctx, out, InvalidReference, MalformedReference, -1, budget, len(text))
+		return out, rec, true, err
+	}
+	out.Ref = r
+	store := h.binding.store
+	rec, err = store.Record(ctx, h.binding.owner, r)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		out, err = h.finish(ctx, out, Unauthorized, OwnerMismatch, -1, budget, 0)
+		return out, rec, true, err
+	case err != nil:
+		return nil, rec, true, err
+	}
+	out.BodySize = rec.Size
+	if _, err := store.StatBody(ctx, r); errors.Is(err, fs.ErrNotExist) {
+		out, err = h.finish(ctx, out, Missing, BodyMissing, -1, budget, 0)
+		return out, rec, true, err
+	} else if err != nil {
+		return nil, rec, true, err
+	}
+	return out, rec, false, nil
+}
+
+func (h *Rehydrator) segment(r artifact.Ref, off, size int64, body []byte) *Segment {
+	return &Segment{ref: r, offset: off, size: size, body: body, at: h.clock().UTC(), valid: true}
+}
+
+// touch refreshes the record's last-used time, at most hourly: reading a
+// body is using it, so retention keeps what is still being read.
+func (h *Rehydrator) touch(ctx context.Context, rec artifact.Record) {
+	if now := h.clock(); now.Sub(rec.LastUsedAt) >= touchEvery {
+		_ = h.binding.store.TouchRecord(ctx, h.binding.owner, rec.Ref, now)
+	}
 }
 
 func (h *Rehydrator) finish(ctx context.Context, out *Rehydration, oc Outcome, r Reason, observed, budget int64, given int) (*Rehydration, error) {
@@ -211,7 +268,7 @@ func (h *Rehydrator) finish(ctx context.Context, out *Rehydration, oc Outcome, r
 	if oc != InvalidReference {
 		ref = out.Ref.String()
 	}
-	if err := initRehydrationDiagnostics(&out.diag, oc, r, observed, budget, ref, given); err != nil {
+	if err := initRehydrationDiagnostics(&out.diag, out.view, oc, r, observed, budget, ref, given); err != nil {
 		return nil, err
 	}
 	report(ctx, h.clock, &out.diag)

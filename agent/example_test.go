@@ -74,6 +74,6 @@ func ExampleReadTool_Call() {
 	seg, _ := read.Call(ctx, agent.ReadArguments(out.Ref.String(), 900, 100, 0))
 	fmt.Println(len(seg.(*hybridctx.Segment).Bytes()))
 	// Output:
-	// hybridctx: over_budget (budget_exceeded): the range is 1000 bytes, the budget 100; use offset/length to read at most 100 bytes at a time (the body is 1000 bytes).
+	// hybridctx: over_budget (budget_exceeded): the range is 1000 bytes, the budget 100; use read_artifact with offset/length to read at most 100 bytes at a time (the body is 1000 bytes).
 	// 100
 }

@@ -81,7 +81,7 @@ func TestReadOverBudget(t *testing.T) {
 	if re.Rehydration.Outcome() != hybridctx.OverBudget || re.Budget != 100 {
 		t.Fatalf("got %v budget %d", re.Rehydration.Outcome(), re.Budget)
 	}
-	want := "hybridctx: over_budget (budget_exceeded): the range is 1000 bytes, the budget 100; use offset/length to read at most 100 bytes at a time (the body is 1000 bytes)."
+	want := "hybridctx: over_budget (budget_exceeded): the range is 1000 bytes, the budget 100; use read_artifact with offset/length to read at most 100 bytes at a time (the body is 1000 bytes)."
 	if re.Error() != want {
 		t.Fatalf("message\n%s\nwant\n%s", re.Error(), want)
 	}
@@ -226,7 +226,7 @@ func TestNewReadTool(t *testing.T) {
 	if err := json.Unmarshal(agent.ReadToolSchema(), &schema); err != nil {
 		t.Fatal(err)
 	}
-	if schema.Type != "object" || len(schema.Required) != 1 || schema.Required[0] != "reference" || len(schema.Properties) != 4 || schema.Additional {
+	if schema.Type != "object" || len(schema.Required) != 1 || schema.Required[0] != "reference" || len(schema.Properties) != 6 || schema.Additional {
 		t.Fatalf("schema %+v", schema)
 	}
 }

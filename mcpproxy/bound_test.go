@@ -152,7 +152,7 @@ func FuzzRewrites(f *testing.F) {
 		if !json.Valid(in) {
 			return
 		}
-		for _, out := range []json.RawMessage{withCapabilities(in), withReadTool(in, tool, "read_artifact"), withTemplate(in, tmpl)} {
+		for _, out := range []json.RawMessage{withCapabilities(in), withReadTools(in, []json.RawMessage{tool}, func(n string) bool { return n == "read_artifact" }), withTemplate(in, tmpl)} {
 			if !json.Valid(out) {
 				t.Fatalf("invalid JSON from %s: %s", in, out)
 			}
@@ -164,7 +164,7 @@ func FuzzRewrites(f *testing.F) {
 			} `json:"tools"`
 			NextCursor any `json:"nextCursor"`
 		}
-		if json.Unmarshal(withReadTool(in, tool, "read_artifact"), &l) == nil && l.Tools != nil {
+		if json.Unmarshal(withReadTools(in, []json.RawMessage{tool}, func(n string) bool { return n == "read_artifact" }), &l) == nil && l.Tools != nil {
 			n := 0
 			for _, tl := range l.Tools {
 				if tl.Name == "read_artifact" {

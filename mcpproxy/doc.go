@@ -34,9 +34,13 @@
 //
 // # Reading back
 //
-// The read tool (hybridctx.DefaultReadToolName unless the policy names
-// another) takes {"reference", "offset", "length", "max_bytes"}; see
-// ParseReadArgs. Its budget is min(max_bytes, Options.Budget). A resolved
+// The read tools are package readtools' definitions, served by the proxy
+// itself (never forwarded upstream): read_artifact {"reference", "offset",
+// "length" | "start_line", "line_count", "max_bytes"}, search_artifact and
+// query_artifact (names from the policy). A call's budget is min(max_bytes,
+// Options.Budget). Search, query and paged lines answers carry MetaView,
+// MetaTotal and MetaNext in _meta; a lines read that stopped early adds a
+// second text block saying where to continue. A resolved
 // read returns the bytes as one text block when they are valid UTF-8, else
 // as one embedded resource whose blob holds them (a page that starts or
 // ends inside a multi-byte character is therefore a blob); _meta carries

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/readtools"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
@@ -93,7 +94,7 @@ func TestMethodNotFoundListsAnsweredLocally(t *testing.T) {
 		t.Fatalf("capabilities %s", dump(caps))
 	}
 	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "read_artifact" {
+	if err != nil || len(tools.Tools) != 3 || tools.Tools[0].Name != "read_artifact" || tools.Tools[1].Name != "search_artifact" || tools.Tools[2].Name != "query_artifact" {
 		t.Fatalf("tools: %v %s", err, dump(tools))
 	}
 	tmpl, err := cs.ListResourceTemplates(ctx, nil)
@@ -180,12 +181,12 @@ func TestReadCancelled(t *testing.T) {
 	bind, _ := hybridctx.NewBinding(owner("s1"), store)
 	reh, _ := hybridctx.NewRehydrator(bind, nil)
 	r, err := newReader(reh, nil)
-	if err != nil {
+	if err != nil || r.setNames(readtools.Names{}) != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := r.callTool(ctx, json.RawMessage(`{"reference":"x"}`)); !errors.Is(err, context.Canceled) {
+	if _, err := r.callTool(ctx, "read_artifact", json.RawMessage(`{"reference":"x"}`)); !errors.Is(err, context.Canceled) {
 		t.Fatalf("tool: %v", err)
 	}
 	if _, err := r.readResource(ctx, "artifact://sha256/x"); !errors.Is(err, context.Canceled) {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // The methods the proxy looks at; every other message passes unchanged.
@@ -45,16 +46,16 @@ var (
 // bounds the upstream's tool results on the way (see the package
 // documentation). It is safe to Run several sessions at once.
 type Proxy struct {
-	bound    bounder
-	read     reader
-	toolJSON json.RawMessage
-	tmplJSON json.RawMessage
-	mimes    mimeCache
+	bound     bounder
+	read      reader
+	toolsJSON []json.RawMessage // the read tools, served by the proxy itself
+	tmplJSON  json.RawMessage
+	mimes     mimeCache
 }
 
 // NewProxy returns a Proxy that stores oversized blocks with off and serves
-// reads with reh. Both must be built on the same binding. The read tool's
-// name is off's Policy.ReadToolName (Options.ReadToolName is not used).
+// reads with reh. Both must be built on the same binding. The read tools'
+// names are off's policy's (Options' names are not used).
 func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Proxy, error) {
 	if off == nil {
 		return nil, fmt.Errorf("%w: an Offloader is required", ErrInvalidOptions)
@@ -64,12 +65,18 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 		return nil, err
 	}
 	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}}
-	r.tool = readToolName(off)
+	if err := r.setNames(readtools.NamesOf(off.Policy())); err != nil {
+		return nil, err
+	}
 	r.mimeOf = p.mimes.get
 	p.read = *r
 	p.bound = bounder{off: off, reporter: opts.reporter(), remember: p.mimes.put}
-	if p.toolJSON, err = json.Marshal(r.toolDef()); err != nil {
-		return nil, err
+	for _, t := range r.toolDefs() {
+		b, err := json.Marshal(t)
+		if err != nil {
+			return nil, err
+		}
+		p.toolsJSON = append(p.toolsJSON, b)
 	}
 	if p.tmplJSON, err = json.Marshal(r.templateDef()); err != nil {
 		return nil, err
@@ -215,8 +222,8 @@ func (s *session) clientRequest(m *jsonrpc.Request) {
 			Arguments json.RawMessage `json:"arguments"`
 		}
 		_ = json.Unmarshal(m.Params, &p) // malformed params go upstream, which answers
-		if p.Name == s.p.read.tool {
-			s.serve(m, func(ctx context.Context) (any, error) { return s.p.read.callTool(ctx, p.Arguments) })
+		if s.p.read.set.Has(p.Name) {
+			s.serve(m, func(ctx context.Context) (any, error) { return s.p.read.callTool(ctx, p.Name, p.Arguments) })
 			return
 		}
 		s.forward(m, p.Name)
@@ -320,9 +327,9 @@ func (s *session) upstreamResponse(m *jsonrpc.Response) {
 	case methodToolsList:
 		switch {
 		case isMethodNotFound(m.Error):
-			m.Error, m.Result = nil, localList("tools", s.p.toolJSON)
+			m.Error, m.Result = nil, localList("tools", s.p.toolsJSON...)
 		case m.Error == nil:
-			m.Result = withReadTool(m.Result, s.p.toolJSON, s.p.read.tool)
+			m.Result = withReadTools(m.Result, s.p.toolsJSON, s.p.read.set.Has)
 		}
 	case methodTemplatesList:
 		switch {

@@ -126,7 +126,7 @@ func TestStructuredContent(t *testing.T) {
 			t.Fatalf("tool %s kept its outputSchema", tl.Name)
 		}
 	}
-	if !names["read_artifact"] || !names["structured"] || len(tools.Tools) != 12 {
+	if !names["read_artifact"] || !names["structured"] || !names["search_artifact"] || !names["query_artifact"] || len(tools.Tools) != 14 {
 		t.Fatalf("tools %v", names)
 	}
 }
@@ -191,10 +191,10 @@ func TestReadArtifact(t *testing.T) {
 		args any
 		want string
 	}{
-		{"over the cap", map[string]any{"reference": ref}, "hybridctx: over_budget (budget_exceeded): the range is 10000 bytes, the budget 4096; read with offset/length"},
+		{"over the cap", map[string]any{"reference": ref}, "hybridctx: over_budget (budget_exceeded): the range is 10000 bytes, the budget 4096; use read_artifact with offset/length"},
 		{"over max_bytes", map[string]any{"reference": ref, "length": 200, "max_bytes": 100}, "the range is 200 bytes, the budget 100;"},
-		{"unauthorized", map[string]any{"reference": artifact.RefOf([]byte("never stored")).String()}, "hybridctx: unauthorized (owner_mismatch): this session has no stored result with that reference"},
-		{"invalid", map[string]any{"reference": strings.ToUpper(ref)}, "hybridctx: invalid_reference (malformed_reference): expected artifact://sha256/"},
+		{"unauthorized", map[string]any{"reference": artifact.RefOf([]byte("never stored")).String()}, "hybridctx: unauthorized (owner_mismatch): no artifact with this reference belongs to this conversation"},
+		{"invalid", map[string]any{"reference": strings.ToUpper(ref)}, "hybridctx: invalid_reference (malformed_reference): a reference is artifact://sha256/"},
 		{"no reference", map[string]any{"offset": 1}, "hybridctx: read_artifact: invalid arguments: reference is required; expected"},
 		{"bad offset", map[string]any{"reference": ref, "offset": -1}, "offset must be >= 0"},
 		{"bad max_bytes", map[string]any{"reference": ref, "max_bytes": 0}, "max_bytes must be >= 1"},
@@ -264,7 +264,7 @@ func TestResourcesRead(t *testing.T) {
 
 	big := linkOf(t, r.call(t, "large", map[string]any{"size": testBudget + 1})).URI
 	for name, c := range map[string]struct{ uri, want string }{
-		"over budget":  {big, "over_budget (budget_exceeded): the artifact is 4097 bytes, the budget 4096"},
+		"over budget":  {big, "over_budget (budget_exceeded): the range is 4097 bytes, the budget 4096"},
 		"unauthorized": {artifact.RefOf([]byte("x")).String(), "Resource not found"},
 		"invalid":      {"artifact://sha256/abc", "invalid_reference"},
 	} {
@@ -388,7 +388,7 @@ func TestUpstreamWithoutToolsOrResources(t *testing.T) {
 		t.Fatalf("capabilities %s", dump(caps))
 	}
 	tools, err := r.cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "read_artifact" {
+	if err != nil || len(tools.Tools) != 3 || tools.Tools[0].Name != "read_artifact" || tools.Tools[1].Name != "search_artifact" || tools.Tools[2].Name != "query_artifact" {
 		t.Fatalf("tools: %v %s", err, dump(tools))
 	}
 	tmpl, err := r.cs.ListResourceTemplates(ctx, nil)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // ArtifactURITemplate is the resource template under which stored bodies
@@ -26,36 +27,47 @@ const (
 	MetaBodySize = "hybridctx/body_size"
 )
 
-// reader serves explicit reads: the read tool and resources/read of
-// artifact:// URIs.
+// Keys of the _meta object of a resolved search, query or paged lines
+// read: how many matches, results or lines there are, and where the next
+// call continues (the skip or start_line; absent when nothing is left).
+const (
+	MetaView  = "hybridctx/view"
+	MetaTotal = "hybridctx/total"
+	MetaNext  = "hybridctx/next"
+)
+
+// reader serves explicit reads: the read tools of package readtools and
+// resources/read of artifact:// URIs.
 type reader struct {
 	reh      *hybridctx.Rehydrator
+	set      *readtools.Set
 	budget   int64
-	tool     string
 	reporter hybridctx.Reporter
 	// mimeOf, when set, returns the MIME type a stored payload had ("" when
 	// unknown).
 	mimeOf func(artifact.Ref) string
 }
 
-// toolDef returns the read tool's definition.
-func (r *reader) toolDef() *mcp.Tool {
-	schema := json.RawMessage(`{"type":"object","properties":{` +
-		`"reference":{"type":"string","description":"the artifact://sha256/<hex> reference, the first line of the notice"},` +
-		`"offset":{"type":"integer","minimum":0,"description":"first byte to read (default 0)"},` +
-		`"length":{"type":"integer","minimum":0,"description":"bytes to read (default 0: to the end)"},` +
-		`"max_bytes":{"type":"integer","minimum":1,"description":"most bytes to return (default and cap ` + fmt.Sprint(r.budget) + `)"}},` +
-		`"required":["reference"],"additionalProperties":false}`)
-	open := false
-	return &mcp.Tool{
-		Name:  r.tool,
-		Title: "Read a stored tool result",
-		Description: fmt.Sprintf("Read a tool result that was stored outside this conversation, or a byte range of it, "+
-			"by the reference its notice starts with. Returns at most max_bytes bytes (at most %d); "+
-			"read large results in pages with offset and length.", r.budget),
-		InputSchema: schema,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open},
+// setNames builds the reader's read tools with the given names.
+func (r *reader) setNames(names readtools.Names) error {
+	set, err := readtools.New(r.reh, &readtools.Options{BudgetCap: r.budget, Names: names})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
 	}
+	r.set = set
+	return nil
+}
+
+// toolDefs returns the read tools' definitions, in the order read, search,
+// query.
+func (r *reader) toolDefs() []*mcp.Tool {
+	open := false
+	var out []*mcp.Tool
+	for _, t := range r.set.Tools() {
+		out = append(out, &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.InputSchema,
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &open}})
+	}
+	return out
 }
 
 // templateDef returns the artifact resource template.
@@ -68,39 +80,40 @@ func (r *reader) templateDef() *mcp.ResourceTemplate {
 	}
 }
 
-// callTool runs one read tool call. It returns an error only when the context
-// was cancelled; every other failure is a tool result with isError set.
-func (r *reader) callTool(ctx context.Context, rawArgs json.RawMessage) (*mcp.CallToolResult, error) {
-	args, err := ParseReadArgs(rawArgs)
-	if err != nil {
-		return toolError("hybridctx: " + err.Error()), nil
-	}
-	budget := r.budget
-	if args.MaxBytes > 0 {
-		budget = min(args.MaxBytes, budget)
-	}
-	ctx = withReporter(ctx, r.reporter)
-	got, err := r.reh.Rehydrate(ctx, hybridctx.Request{Reference: args.Reference, Budget: budget,
-		Offset: args.Offset, Length: args.Length, Source: hybridctx.SourceToolRequest})
+// callTool runs one call of the read tool named name. It returns an error
+// only when the context was cancelled; every other failure is a tool result
+// with isError set.
+func (r *reader) callTool(ctx context.Context, name string, rawArgs json.RawMessage) (*mcp.CallToolResult, error) {
+	res, err := r.set.Call(withReporter(ctx, r.reporter), name, rawArgs)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		// Never the error text: it may name storage paths.
-		return toolError("hybridctx: the read failed; it may be retried"), nil
+		return toolError("hybridctx: no such read tool"), nil
 	}
-	if got.Outcome() != hybridctx.Resolved {
-		return toolError(categorical(got, budget, r.tool)), nil
+	if res.IsError {
+		return toolError(res.Text), nil
 	}
-	seg := got.Segment
-	res := &mcp.CallToolResult{Meta: mcp.Meta{MetaOffset: got.Offset, MetaLength: got.Length, MetaBodySize: seg.BodySize()}}
-	if b := seg.Bytes(); utf8.Valid(b) {
-		res.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
+	got := res.Rehydration
+	meta := mcp.Meta{MetaOffset: got.Offset, MetaLength: got.Length, MetaBodySize: got.BodySize}
+	if v := got.View(); v != hybridctx.ViewRange {
+		meta[MetaView] = v.String()
+		meta[MetaTotal] = got.Page.Total
+		if got.Page.Next > 0 {
+			meta[MetaNext] = got.Page.Next
+		}
+	}
+	out := &mcp.CallToolResult{Meta: meta}
+	if b := res.Bytes(); res.UTF8() {
+		out.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
 	} else {
-		res.Content = []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
+		out.Content = []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
 			URI: got.Ref.String(), MIMEType: r.binaryMIME(got.Ref), Blob: b}}}
 	}
-	return res, nil
+	if res.Note != "" {
+		out.Content = append(out.Content, &mcp.TextContent{Text: res.Note})
+	}
+	return out, nil
 }
 
 // readResource serves resources/read of an artifact:// URI: the same owner,
@@ -120,15 +133,13 @@ func (r *reader) readResource(ctx context.Context, uri string) (*mcp.ReadResourc
 		// Identical to a digest never stored (no existence oracle).
 		return nil, mcp.ResourceNotFoundError(uri)
 	case hybridctx.InvalidReference:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: categorical(got, r.budget, r.tool)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: r.set.Refusal(got, r.budget)}
 	case hybridctx.Missing:
-		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: categorical(got, r.budget, r.tool)}
+		return nil, &jsonrpc.Error{Code: mcp.CodeResourceNotFound, Message: r.set.Refusal(got, r.budget)}
 	case hybridctx.OverBudget:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(
-			"hybridctx: over_budget (budget_exceeded): the artifact is %d bytes, the budget %d; read it in pages with %s and offset/length",
-			got.Length, r.budget, r.tool)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: r.set.Refusal(got, r.budget)}
 	default:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: categorical(got, r.budget, r.tool)}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: r.set.Refusal(got, r.budget)}
 	}
 	b := got.Segment.Bytes()
 	c := &mcp.ResourceContents{URI: got.Ref.String()}
@@ -152,29 +163,6 @@ func (r *reader) binaryMIME(ref artifact.Ref) string {
 		}
 	}
 	return mimeBinary
-}
-
-// categorical renders the one-line, privacy-safe message of an unresolved
-// read: outcome, reason and what to do next.
-func categorical(got *hybridctx.Rehydration, budget int64, tool string) string {
-	var detail string
-	switch got.Outcome() {
-	case hybridctx.InvalidReference:
-		detail = "expected artifact://sha256/ and 64 lowercase hex digits, the first line of a notice"
-	case hybridctx.Unauthorized:
-		detail = "this session has no stored result with that reference"
-	case hybridctx.Missing:
-		detail = "the stored body is gone; calling the original tool again restores it"
-	case hybridctx.OverBudget:
-		detail = fmt.Sprintf("the range is %d bytes, the budget %d; read with offset/length", got.Length, budget)
-	case hybridctx.Stale:
-		detail = "the stored body does not match its reference; nothing was returned; calling the original tool again restores it"
-	}
-	line := "hybridctx: " + got.Outcome().String() + " (" + got.Reason().String() + ")"
-	if detail != "" {
-		line += ": " + detail
-	}
-	return line
 }
 
 func toolError(text string) *mcp.CallToolResult {

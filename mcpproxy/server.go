@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // DefaultBudget is the read cap when Options.Budget is zero: the most bytes
@@ -29,8 +30,12 @@ type Options struct {
 	// ReadToolName is the name AddReadTools registers the read tool under.
 	// It must equal the Offloader's Policy.ReadToolName, which the notice
 	// names; empty means hybridctx.DefaultReadToolName. Middleware and Proxy
-	// take the name from their Offloader's policy.
+	// take the names from their Offloader's policy.
 	ReadToolName string
+	// SearchToolName and QueryToolName are the names AddReadTools
+	// registers the search and query tools under; empty means their
+	// defaults.
+	SearchToolName, QueryToolName string
 	// Reporter receives the progress events of the decisions made here
 	// whenever a request's context carries no reporter of its own.
 	Reporter hybridctx.Reporter
@@ -53,12 +58,11 @@ func (o *Options) reporter() hybridctx.Reporter {
 	return o.Reporter
 }
 
-// readToolName returns the read tool name of off's policy.
-func readToolName(off *hybridctx.Offloader) string {
-	if n := off.Policy().ReadToolName; n != "" {
-		return n
-	}
-	return hybridctx.DefaultReadToolName
+// isReadTool reports whether name is one of the read tools of off's
+// policy.
+func isReadTool(off *hybridctx.Offloader, name string) bool {
+	p := off.Policy()
+	return name == p.ToolName(hybridctx.ViewRange) || name == p.ToolName(hybridctx.ViewSearch) || name == p.ToolName(hybridctx.ViewQuery)
 }
 
 // Middleware returns a receiving middleware that bounds the results of a
@@ -70,7 +74,7 @@ func readToolName(off *hybridctx.Offloader) string {
 // per content block and one for structuredContent); a stored block is
 // replaced by the bounded notice and a resource_link, and stored
 // structuredContent is removed (the notice and link are appended to the
-// content). Results of the read tool (off's Policy.ReadToolName) pass
+// content). Results of the read tools (named by off's policy) pass
 // unchanged: they are recovered content. tools/list results lose their
 // outputSchema, because a bounded result can no longer promise it (clients
 // that validate it would reject the result). Register the read tool with
@@ -80,7 +84,6 @@ func Middleware(off *hybridctx.Offloader, opts *Options) mcp.Middleware {
 		panic("mcpproxy.Middleware: nil Offloader")
 	}
 	b := &bounder{off: off, reporter: opts.reporter()}
-	readTool := readToolName(off)
 	var calls atomic.Uint64
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -97,7 +100,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) mcp.Middleware {
 				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
 					name = p.Name
 				}
-				if name == readTool {
+				if isReadTool(off, name) {
 					return res, nil
 				}
 				call := hybridctx.Call{Tool: name, ID: "call-" + strconv.FormatUint(calls.Add(1), 10)}
@@ -136,26 +139,31 @@ func withoutOutputSchemas(r *mcp.ListToolsResult) *mcp.ListToolsResult {
 	return &r2
 }
 
-// AddReadTools registers on s the read tool (Options.ReadToolName, default
-// read_artifact) and the resource template artifact://sha256/{hex}, both
-// served by reh: the owner, digest and budget checks of an explicit
-// rehydration, categorical outcomes as isError tool results (or JSON-RPC
-// errors for resources/read), and resolved bytes as text when they are valid
-// UTF-8, else as a base64 blob in an embedded resource.
+// AddReadTools registers on s the read tools of package readtools —
+// read_artifact, search_artifact and query_artifact, named by Options — and
+// the resource template artifact://sha256/{hex}, all served by reh: the
+// owner, digest and budget checks of an explicit rehydration, categorical
+// outcomes as isError tool results (or JSON-RPC errors for resources/read),
+// and resolved bytes as text when they are valid UTF-8, else as a base64
+// blob in an embedded resource.
 func AddReadTools(s *mcp.Server, reh *hybridctx.Rehydrator, opts *Options) error {
 	r, err := newReader(reh, opts)
 	if err != nil {
 		return err
 	}
-	if opts != nil && opts.ReadToolName != "" {
-		if err := (hybridctx.Policy{InlineThreshold: 1, ReadToolName: opts.ReadToolName}).Validate(); err != nil {
-			return fmt.Errorf("%w: %w", ErrInvalidOptions, err)
-		}
-		r.tool = opts.ReadToolName
+	var names readtools.Names
+	if opts != nil {
+		names = readtools.Names{Read: opts.ReadToolName, Search: opts.SearchToolName, Query: opts.QueryToolName}
 	}
-	s.AddTool(r.toolDef(), func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return r.callTool(ctx, req.Params.Arguments)
-	})
+	if err := r.setNames(names); err != nil {
+		return err
+	}
+	for _, t := range r.toolDefs() {
+		name := t.Name
+		s.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return r.callTool(ctx, name, req.Params.Arguments)
+		})
+	}
 	s.AddResourceTemplate(r.templateDef(), func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return r.readResource(ctx, req.Params.URI)
 	})
@@ -171,5 +179,5 @@ func newReader(reh *hybridctx.Rehydrator, opts *Options) (*reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &reader{reh: reh, budget: budget, tool: hybridctx.DefaultReadToolName, reporter: opts.reporter()}, nil
+	return &reader{reh: reh, budget: budget, reporter: opts.reporter()}, nil
 }

@@ -115,7 +115,7 @@ func TestMiddleware(t *testing.T) {
 			t.Fatalf("%s kept its outputSchema", tl.Name)
 		}
 	}
-	if len(tools.Tools) != 4 {
+	if len(tools.Tools) != 6 {
 		t.Fatalf("tools %s", dump(tools))
 	}
 	if withSchema.OutputSchema == nil {

@@ -39,30 +39,30 @@ func withCapabilities(result json.RawMessage) json.RawMessage {
 	return remarshal(fields, "capabilities", caps, result)
 }
 
-// withReadTool removes outputSchema from every upstream tool (a bounded
+// withReadTools removes outputSchema from every upstream tool (a bounded
 // result cannot keep the promise it makes) and any upstream tool named like
-// the read tool (the proxy serves that name), and appends the read tool to
-// the last page.
-func withReadTool(result json.RawMessage, tool json.RawMessage, name string) json.RawMessage {
+// a read tool (ours reports whether the proxy serves a name), and appends
+// the read tools to the last page.
+func withReadTools(result json.RawMessage, tools []json.RawMessage, ours func(string) bool) json.RawMessage {
 	var fields map[string]json.RawMessage
 	if json.Unmarshal(result, &fields) != nil || fields == nil {
 		return result
 	}
-	var tools []json.RawMessage
+	var upstream []json.RawMessage
 	if t, ok := fields["tools"]; ok && !isNull(t) {
-		if json.Unmarshal(t, &tools) != nil {
+		if json.Unmarshal(t, &upstream) != nil {
 			return result
 		}
 	}
-	out := make([]json.RawMessage, 0, len(tools)+1)
-	for _, t := range tools {
+	out := make([]json.RawMessage, 0, len(upstream)+len(tools))
+	for _, t := range upstream {
 		var def map[string]json.RawMessage
 		if json.Unmarshal(t, &def) != nil {
 			out = append(out, t)
 			continue
 		}
 		var n string
-		if json.Unmarshal(def["name"], &n) == nil && n == name {
+		if json.Unmarshal(def["name"], &n) == nil && ours(n) {
 			continue
 		}
 		// Any spelling a case-insensitive decoder would take.
@@ -81,7 +81,7 @@ func withReadTool(result json.RawMessage, tool json.RawMessage, name string) jso
 		out = append(out, t)
 	}
 	if lastPage(fields) {
-		out = append(out, tool)
+		out = append(out, tools...)
 	}
 	return remarshal(fields, "tools", out, result)
 }

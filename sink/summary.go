@@ -10,8 +10,8 @@ import (
 
 // Index bounds of the categorical enums, for the fixed-size count tables.
 const (
-	maxOutcome = int(hybridctx.InvalidReference) + 1
-	maxReason  = int(hybridctx.MalformedReference) + 1
+	maxOutcome = hybridctx.NumOutcomes
+	maxReason  = hybridctx.NumReasons
 )
 
 // Summary aggregates the events of a run: counts per operation, outcome and

@@ -57,8 +57,8 @@ var BucketBoundaries = []float64{0, 256, 1 << 10, 4 << 10, 16 << 10, 64 << 10, 2
 var ErrNilMeterProvider = errors.New("otelsink: nil meter provider")
 
 const (
-	numOutcomes = int(hybridctx.InvalidReference) + 1
-	numReasons  = int(hybridctx.MalformedReference) + 1
+	numOutcomes = hybridctx.NumOutcomes
+	numReasons  = hybridctx.NumReasons
 	numContents = int(hybridctx.RecoveredContext) + 1
 )
 

@@ -1,0 +1,86 @@
+package hybridctx
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Default names of the search and query tools (§13).
+const (
+	DefaultSearchToolName = "search_artifact"
+	DefaultQueryToolName  = "query_artifact"
+)
+
+// MaxPreviewBytes bounds Policy.PreviewBytes.
+const MaxPreviewBytes = 4096
+
+// validateRetrieval checks the policy fields of targeted retrieval (§13).
+func (p Policy) validateRetrieval() error {
+	for _, n := range []string{p.SearchToolName, p.QueryToolName} {
+		if err := validToolName(n); err != nil {
+			return err
+		}
+	}
+	names := []string{p.ToolName(ViewRange), p.ToolName(ViewSearch), p.ToolName(ViewQuery)}
+	if names[0] == names[1] || names[0] == names[2] || names[1] == names[2] {
+		return fmt.Errorf("%w: the read, search and query tools need distinct names", ErrInvalidPolicy)
+	}
+	for name, n := range p.ToolThresholds {
+		if strings.TrimSpace(name) == "" || n <= 0 {
+			return fmt.Errorf("%w: a tool threshold needs a tool name and a threshold > 0", ErrInvalidPolicy)
+		}
+	}
+	if p.PreviewBytes < 0 || p.PreviewBytes > MaxPreviewBytes {
+		return fmt.Errorf("%w: preview bytes must be 0 to %d", ErrInvalidPolicy, MaxPreviewBytes)
+	}
+	return nil
+}
+
+// validToolName applies the rules of Policy.ReadToolName to a tool name
+// ("" is valid: the default).
+func validToolName(n string) error {
+	if len(n) > MaxReadToolNameLen {
+		return fmt.Errorf("%w: tool name longer than %d bytes", ErrInvalidPolicy, MaxReadToolNameLen)
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return fmt.Errorf("%w: tool name must match [A-Za-z0-9_.-]", ErrInvalidPolicy)
+		}
+	}
+	return nil
+}
+
+// ToolName returns the name of the tool that serves view v: the read tool
+// for range and lines, else the search or query tool, defaults applied.
+func (p Policy) ToolName(v View) string {
+	switch v {
+	case ViewSearch:
+		if p.SearchToolName != "" {
+			return p.SearchToolName
+		}
+		return DefaultSearchToolName
+	case ViewQuery:
+		if p.QueryToolName != "" {
+			return p.QueryToolName
+		}
+		return DefaultQueryToolName
+	}
+	return p.toolName()
+}
+
+// forTool returns the Offloader that decides results of tool: o itself, or
+// a copy whose inline threshold is the policy's per-tool threshold (§13), so
+// every decision, diagnostics included, uses that threshold.
+func (o *Offloader) forTool(tool string) *Offloader {
+	if len(o.policy.ToolThresholds) == 0 {
+		return o
+	}
+	n, ok := o.policy.ToolThresholds[tool]
+	if !ok || n == o.policy.InlineThreshold {
+		return o
+	}
+	c := *o
+	c.policy.InlineThreshold = n
+	return &c
+}

@@ -1,0 +1,372 @@
+package hybridctx
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// searchLineCap is the most bytes of one line a search holds: a line that
+// spans chunks is matched whole up to this size; past it, the line is
+// matched in windows of this size (a literal overlapping by its length, so
+// no literal match is missed; a regular expression match that straddles a
+// window boundary of such a line is not found).
+const searchLineCap = 1 << 20
+
+// Validate reports whether r is usable, compiling its pattern; the error
+// wraps ErrInvalidRequest and never repeats the pattern.
+func (r SearchRequest) Validate() error {
+	_, err := r.compile()
+	return err
+}
+
+func (r SearchRequest) compile() (*matcher, error) {
+	switch {
+	case r.Budget <= 0 || r.Skip < 0 || r.MaxMatches < 0:
+		return nil, fmt.Errorf("%w: budget must be > 0, skip and max matches >= 0", ErrInvalidRequest)
+	case r.ContextLines < 0 || r.ContextLines > MaxContextLines:
+		return nil, fmt.Errorf("%w: context lines must be 0 to %d", ErrInvalidRequest, MaxContextLines)
+	case r.Pattern == "":
+		return nil, fmt.Errorf("%w: the pattern is empty", ErrInvalidRequest)
+	case len(r.Pattern) > MaxPatternBytes:
+		return nil, fmt.Errorf("%w: the pattern is longer than %d bytes", ErrInvalidRequest, MaxPatternBytes)
+	}
+	if !r.Regex && !r.IgnoreCase {
+		return &matcher{lit: []byte(r.Pattern)}, nil
+	}
+	expr := r.Pattern
+	if !r.Regex {
+		expr = regexp.QuoteMeta(expr)
+	}
+	if r.IgnoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the pattern is not a valid RE2 regular expression", ErrInvalidRequest)
+	}
+	return &matcher{re: re}, nil
+}
+
+// Search resolves req with the search view (§13): the checks of Rehydrate
+// in the same order, then the matching lines grep -n style with a summary
+// line, the whole answer at most the budget. Memory is bounded by the budget
+// plus one capped line.
+func (h *Rehydrator) Search(ctx context.Context, req SearchRequest) (*Rehydration, error) {
+	m, err := req.compile()
+	if err != nil {
+		return nil, err
+	}
+	limit := req.MaxMatches
+	if limit == 0 {
+		limit = DefaultMaxMatches
+	}
+	return h.runView(ctx, ViewSearch, req.Reference, req.Budget, func(int64) viewScanner {
+		return newSearchScan(m, int(req.ContextLines), req.Skip, limit, req.Budget)
+	})
+}
+
+// matcher finds the first match in one line: a literal (fast path) or an
+// RE2 expression.
+type matcher struct {
+	lit []byte
+	re  *regexp.Regexp
+}
+
+func (m *matcher) find(line []byte) int {
+	if m.re == nil {
+		return bytes.Index(line, m.lit)
+	}
+	if loc := m.re.FindIndex(line); loc != nil {
+		return loc[0]
+	}
+	return -1
+}
+
+// overlap is how many bytes of a window must be kept when a long line is
+// matched in windows.
+func (m *matcher) overlap() int {
+	if m.re == nil {
+		return len(m.lit) - 1
+	}
+	return 0
+}
+
+// shownLine is one line as the answer shows it: at most SearchLineBytes of
+// its raw bytes (a window around the match of a longer line).
+type shownLine struct {
+	no      int64
+	match   bool
+	length  int64  // the whole line's length, LF excluded
+	winOff  int64  // body offset of the window
+	win     []byte // raw bytes shown
+	cutLine bool   // the window is not the whole line
+}
+
+// searchScan runs a matcher over every line, counts every matching line,
+// and builds the answer of the matches [skip+1, skip+limit] while it fits.
+type searchScan struct {
+	m      *matcher
+	ctxN   int
+	skip   int64
+	limit  int64
+	page   pager
+	fast   bool // literal without context: search whole chunks
+	line   int64
+	lstart int64 // body offset of the current line
+
+	// The current line when it spans chunks.
+	cur      []byte
+	curBase  int64 // line offset of cur[0]
+	curMatch int64 // line offset of the first match, -1 none
+	curWin   shownLine
+	head     []byte // the first SearchLineBytes of a line longer than the cap
+
+	ring    []shownLine // the last ctxN lines, for before-context
+	after   int         // context lines still to show after a match
+	printed int64       // last line number put into the answer
+	item    []byte      // the item being built
+	inItem  bool
+}
+
+func newSearchScan(m *matcher, ctxN int, skip, limit, budget int64) *searchScan {
+	return &searchScan{m: m, ctxN: ctxN, skip: skip, limit: limit, line: 1, curMatch: -1,
+		fast: m.re == nil && ctxN == 0, page: pager{budget: budget, noun: "matches"}}
+}
+
+func (s *searchScan) scan(off int64, b []byte) error {
+	for len(b) > 0 {
+		if len(s.cur) > 0 || s.curBase > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				s.extend(b)
+				return nil
+			}
+			s.extend(b[:i])
+			s.endCarried()
+			off += int64(i + 1)
+			b = b[i+1:]
+			continue
+		}
+		if s.fast && !s.inItem {
+			j := bytes.Index(b, s.m.lit)
+			if j < 0 {
+				b, off = s.passLines(b, off, len(b))
+				continue
+			}
+			b, off = s.passLines(b, off, j)
+		}
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			s.lstart = off
+			s.extend(b)
+			return nil
+		}
+		s.lineDone(b[:i], off, s.m.find(b[:i]))
+		off += int64(i + 1)
+		b = b[i+1:]
+	}
+	return nil
+}
+
+// passLines passes over the whole lines that end before b[upto] (none of
+// them matches) and returns the rest, starting at a line start.
+func (s *searchScan) passLines(b []byte, off int64, upto int) ([]byte, int64) {
+	k := bytes.LastIndexByte(b[:upto], '\n')
+	if k < 0 {
+		return b, off
+	}
+	s.line += int64(bytes.Count(b[:k+1], nl))
+	return b[k+1:], off + int64(k+1)
+}
+
+// extend adds bytes of a line that spans chunks, matching it in windows
+// once it outgrows searchLineCap.
+func (s *searchScan) extend(b []byte) {
+	for len(b) > 0 {
+		room := searchLineCap - len(s.cur)
+		if room <= 0 {
+			s.slide()
+			continue
+		}
+		k := min(room, len(b))
+		s.cur = append(s.cur, b[:k]...)
+		b = b[k:]
+	}
+}
+
+// slide matches the full window (when no match was found yet) and keeps
+// only the overlap.
+func (s *searchScan) slide() {
+	if s.curBase == 0 {
+		s.head = append(s.head[:0], s.cur[:min(len(s.cur), SearchLineBytes)]...)
+	}
+	if s.curMatch < 0 {
+		if j := s.m.find(s.cur); j >= 0 {
+			s.curMatch = s.curBase + int64(j)
+			s.curWin = s.window(s.cur, s.curBase, int64(j), -1)
+		}
+	}
+	keep := 0
+	if s.curMatch < 0 {
+		keep = s.m.overlap()
+	}
+	if keep > len(s.cur) {
+		keep = len(s.cur)
+	}
+	drop := len(s.cur) - keep
+	copy(s.cur, s.cur[drop:])
+	s.cur = s.cur[:keep]
+	s.curBase += int64(drop)
+}
+
+// endCarried finishes the line held in cur.
+func (s *searchScan) endCarried() {
+	length := s.curBase + int64(len(s.cur))
+	if s.curBase == 0 {
+		s.lineDone(s.cur, s.lstart, s.m.find(s.cur))
+	} else {
+		if s.curMatch < 0 {
+			if j := s.m.find(s.cur); j >= 0 {
+				s.curMatch = s.curBase + int64(j)
+				s.curWin = s.window(s.cur, s.curBase, int64(j), -1)
+			}
+		}
+		sl := s.curWin
+		if s.curMatch < 0 { // a context line: its start
+			sl = shownLine{win: s.head}
+		}
+		sl.length, sl.cutLine = length, true
+		sl.winOff += s.lstart
+		s.emit(sl, s.curMatch >= 0)
+	}
+	s.cur, s.curBase, s.curMatch = s.cur[:0], 0, -1
+	s.curWin = shownLine{}
+}
+
+// lineDone handles one whole line (LF excluded) at body offset off; at is
+// the offset of its first match or -1.
+func (s *searchScan) lineDone(line []byte, off int64, at int) {
+	if at < 0 && s.ctxN == 0 && !s.inItem {
+		s.line++
+		return
+	}
+	sl := s.window(line, 0, int64(at), int64(len(line)))
+	sl.winOff += off
+	s.emit(sl, at >= 0)
+}
+
+// window cuts line (whose first byte is at line offset base) to at most
+// SearchLineBytes raw bytes around at (or from its start when at < 0).
+// length < 0 means the line's length is not known yet. winOff is the line
+// offset of the window.
+func (s *searchScan) window(line []byte, base, at, length int64) shownLine {
+	sl := shownLine{length: length}
+	from := int64(0)
+	if at >= 0 {
+		from = max(0, at-base-SearchLineBytes/4)
+	}
+	to := min(int64(len(line)), from+SearchLineBytes)
+	from = max(0, min(from, to-SearchLineBytes))
+	sl.win = append([]byte(nil), line[from:to]...)
+	sl.winOff = base + from
+	sl.cutLine = to-from < int64(len(line)) || base > 0
+	return sl
+}
+
+// emit takes one line that matched or may be context, with its number.
+func (s *searchScan) emit(sl shownLine, match bool) {
+	sl.no, sl.match = s.line, match
+	s.line++
+	if match {
+		s.page.total++
+		k := s.page.total
+		if k > s.skip && k <= s.skip+s.limit && !s.page.full {
+			s.closeItem()
+			s.openItem(sl)
+			return
+		}
+	}
+	if s.inItem && s.after > 0 {
+		s.add(sl)
+		s.after--
+		if s.after == 0 {
+			s.closeItem()
+		}
+		return
+	}
+	if s.ctxN > 0 {
+		if len(s.ring) == s.ctxN {
+			copy(s.ring, s.ring[1:])
+			s.ring = s.ring[:s.ctxN-1]
+		}
+		s.ring = append(s.ring, sl)
+	}
+}
+
+func (s *searchScan) openItem(sl shownLine) {
+	s.inItem, s.after = true, s.ctxN
+	s.item = s.item[:0]
+	first := sl.no
+	for _, r := range s.ring {
+		if r.no > s.printed {
+			first = min(first, r.no)
+		}
+	}
+	if s.ctxN > 0 && s.printed > 0 && first > s.printed+1 {
+		s.item = append(s.item, "--\n"...)
+	}
+	for _, r := range s.ring {
+		if r.no > s.printed {
+			s.add(r)
+		}
+	}
+	s.ring = s.ring[:0]
+	s.add(sl)
+	if s.after == 0 {
+		s.closeItem()
+	}
+}
+
+func (s *searchScan) add(sl shownLine) {
+	s.item = appendShown(s.item, sl)
+	s.printed = sl.no
+}
+
+func (s *searchScan) closeItem() {
+	if !s.inItem {
+		return
+	}
+	s.inItem = false
+	s.page.offer(s.item)
+}
+
+func (s *searchScan) answer(_ context.Context, _ int64) viewAnswer {
+	if len(s.cur) > 0 || s.curBase > 0 {
+		s.endCarried()
+	}
+	s.closeItem()
+	return s.page.answer(s.skip)
+}
+
+// appendShown renders one line: "<n>:<text>" for a match, "<n>-<text>" for
+// context; a cut line says where its window lies in the body; invalid UTF-8
+// becomes U+FFFD.
+func appendShown(dst []byte, sl shownLine) []byte {
+	dst = strconv.AppendInt(dst, sl.no, 10)
+	if sl.match {
+		dst = append(dst, ':')
+	} else {
+		dst = append(dst, '-')
+	}
+	win := bytes.TrimSuffix(sl.win, []byte{'\r'})
+	if sl.cutLine {
+		dst = fmt.Appendf(dst, "[line of %d bytes cut to %d bytes at offset %d] ", sl.length, len(sl.win), sl.winOff)
+		win = sl.win
+	}
+	dst = append(dst, strings.ToValidUTF8(string(win), "\uFFFD")...)
+	return append(dst, '\n')
+}

@@ -1,0 +1,186 @@
+package hybridctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/hybridctx/hybridctx/workspace"
+)
+
+// Limits of the targeted views (§13).
+const (
+	// DefaultLineCount is the lines a LinesRequest returns when it names no
+	// count.
+	DefaultLineCount = 100
+	// MaxPatternBytes bounds a search pattern.
+	MaxPatternBytes = 1000
+	// MaxFilterBytes bounds a query filter.
+	MaxFilterBytes = 1000
+	// MaxContextLines bounds SearchRequest.ContextLines.
+	MaxContextLines = 10
+	// DefaultMaxMatches is the matches a search shows when it names no
+	// maximum.
+	DefaultMaxMatches = 50
+	// SearchLineBytes is the longest line a search shows whole; a longer
+	// one is cut to this many bytes around its match.
+	SearchLineBytes = 512
+	// DefaultQueryMaxBytes is the largest body a query parses unless
+	// RehydratorOptions.QueryMaxBytes sets another limit: 64 MiB.
+	DefaultQueryMaxBytes = 64 << 20
+	// DefaultQueryTimeout is the time limit of one query.
+	DefaultQueryTimeout = 2 * time.Second
+	// DefaultQueryMemoryBytes is how much the heap may grow while one query
+	// runs (on top of the parsed document) before it is stopped.
+	DefaultQueryMemoryBytes = 256 << 20
+)
+
+// Page describes the answer of a lines, search or query view: what it shows
+// and where to continue.
+type Page struct {
+	// Total is the body's line count (lines), every matching line
+	// (search), or every result of the filter (query).
+	Total int64
+	// First is the first line returned (lines) or the 1-based index of the
+	// first match or result shown (search, query); Count how many.
+	First, Count int64
+	// Next is where to continue when the answer stopped early: the
+	// start_line (lines) or skip (search, query) of the next call; 0 when
+	// nothing is left.
+	Next int64
+	// LineOffset and LineLength locate, for a lines view refused as
+	// over_budget, the first requested line in the body, so it can be read
+	// by byte range.
+	LineOffset, LineLength int64
+}
+
+// LinesRequest asks for whole lines of a body (the lines view).
+type LinesRequest struct {
+	// Reference is the reference text, as given.
+	Reference string
+	// Budget is the most bytes returned; it must be > 0.
+	Budget int64
+	// StartLine is the first line, 1-based; it must be >= 1.
+	StartLine int64
+	// LineCount is the lines wanted; 0 means DefaultLineCount.
+	LineCount int64
+	// Source is informational.
+	Source Source
+}
+
+// SearchRequest asks for the lines of a body matching a pattern (the search
+// view).
+type SearchRequest struct {
+	// Reference is the reference text, as given.
+	Reference string
+	// Budget bounds the whole answer, summary line included; it must be > 0.
+	Budget int64
+	// Pattern is a literal, or Go RE2 syntax when Regex is set; 1 to
+	// MaxPatternBytes bytes.
+	Pattern string
+	// Regex makes Pattern a regular expression.
+	Regex bool
+	// IgnoreCase matches without regard to case.
+	IgnoreCase bool
+	// ContextLines is the lines shown before and after each match, 0 to
+	// MaxContextLines.
+	ContextLines int64
+	// MaxMatches is the most matches shown; 0 means DefaultMaxMatches.
+	MaxMatches int64
+	// Skip is the matches passed over before the first one shown.
+	Skip int64
+	// Source is informational.
+	Source Source
+}
+
+// QueryRequest asks for the results of a jq filter over a JSON body (the
+// query view).
+type QueryRequest struct {
+	// Reference is the reference text, as given.
+	Reference string
+	// Budget bounds the whole answer, summary line included; it must be > 0.
+	Budget int64
+	// Filter is a jq program, 1 to MaxFilterBytes bytes, without access to
+	// the environment, other inputs or I/O.
+	Filter string
+	// Skip is the results passed over before the first one shown.
+	Skip int64
+	// Source is informational.
+	Source Source
+}
+
+// Validate reports whether r is usable; the error wraps ErrInvalidRequest.
+func (r LinesRequest) Validate() error {
+	if r.Budget <= 0 || r.StartLine < 1 || r.LineCount < 0 {
+		return fmt.Errorf("%w: budget must be > 0, start line >= 1, line count >= 0", ErrInvalidRequest)
+	}
+	return nil
+}
+
+// viewAnswer is what a view made of a verified body.
+type viewAnswer struct {
+	outcome  Outcome
+	reason   Reason
+	body     []byte
+	offset   int64 // body offset of the answer (lines), else 0
+	observed int64
+	page     Page
+}
+
+// viewScanner turns a body into an answer: scan sees every chunk in order
+// (before verification; it keeps at most its bound), answer runs once the
+// digest verified.
+type viewScanner interface {
+	scan(off int64, b []byte) error
+	answer(ctx context.Context, size int64) viewAnswer
+}
+
+// ReadLines resolves req with the lines view (§13): the checks of
+// Rehydrate in the same order, then the exact bytes of whole lines, as many
+// as fit the budget. Memory is bounded by the budget.
+func (h *Rehydrator) ReadLines(ctx context.Context, req LinesRequest) (*Rehydration, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
+	count := req.LineCount
+	if count == 0 {
+		count = DefaultLineCount
+	}
+	return h.runView(ctx, ViewLines, req.Reference, req.Budget, func(int64) viewScanner {
+		return newLinesScan(req.StartLine, count, req.Budget)
+	})
+}
+
+// runView runs the checks of §5 for a view, then reads the body once,
+// hashing it while sc scans it, and releases sc's answer only when the
+// digest verified. Exactly one event is reported per decision.
+func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget int64, mk func(size int64) viewScanner) (*Rehydration, error) {
+	out, rec, done, err := h.locate(ctx, view, text, budget)
+	if done || err != nil {
+		return out, err
+	}
+	sc := mk(rec.Size)
+	err = h.binding.store.ScanVerified(ctx, out.Ref, rec.Size, sc.scan)
+	switch {
+	case err == nil:
+	case errors.Is(err, workspace.ErrCorrupt):
+		return h.finish(ctx, out, Stale, DigestMismatch, 0, budget, 0)
+	case errors.Is(err, fs.ErrNotExist):
+		return h.finish(ctx, out, Missing, BodyMissing, -1, budget, 0)
+	default:
+		return nil, err
+	}
+	a := sc.answer(ctx, rec.Size)
+	if err := ctx.Err(); err != nil {
+		return nil, err // the caller gave up: no decision
+	}
+	out.Page = a.page
+	h.touch(ctx, rec)
+	if a.outcome == Resolved {
+		out.Offset, out.Length = a.offset, int64(len(a.body))
+		out.Segment = h.segment(out.Ref, a.offset, rec.Size, a.body)
+	}
+	return h.finish(ctx, out, a.outcome, a.reason, a.observed, budget, 0)
+}
