@@ -22,6 +22,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // MIME types of the payloads the middleware stores.
@@ -36,21 +37,14 @@ const (
 type Options struct {
 	// Budget caps every read; 0 means the read tools' default.
 	Budget int64
-	// ReadToolName is the name AddReadTools registers read_artifact under.
-	// It must equal the Offloader's Policy.ReadToolName, which the notice
-	// names; empty means hybridctx.DefaultReadToolName.
-	ReadToolName string
+	// Names overrides the read tools' names in AddReadTools; empty names
+	// keep the defaults. The read tool's must equal the Offloader's
+	// Policy.ReadToolName, which the notice names.
+	Names readtools.Names
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice). It
 	// runs on the tool-call goroutine.
 	OnDecision func(ctx context.Context, tool string, out *hybridctx.Offload)
-}
-
-func (o *Options) readOptions() adaptkit.ReadOptions {
-	if o == nil {
-		return adaptkit.ReadOptions{}
-	}
-	return adaptkit.ReadOptions{ReadToolName: o.ReadToolName, Budget: o.Budget}
 }
 
 // readSlot lets the read tools mark their own results, through the call's

@@ -17,6 +17,7 @@ import (
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
 	"github.com/hybridctx/hybridctx/adapters/mcpgo"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // newServer returns an mcp-go server whose tools are bounded by off and
@@ -92,7 +93,7 @@ func TestEndToEnd(t *testing.T) {
 	env := adapttest.New(t, nil)
 	body := adapttest.Body()
 	c := newServer(t, env.Off, env.Reh, body)
-	s := &adapttest.Script{ReadTool: hybridctx.DefaultReadToolName, Page: 65536}
+	s := &adapttest.Script{ReadTool: hybridctx.DefaultReadToolName, SearchTool: hybridctx.DefaultSearchToolName, Page: 65536}
 	var sent int
 	result := ""
 	for {
@@ -217,7 +218,7 @@ func TestBadInput(t *testing.T) {
 	if err := mcpgo.AddReadTools(s, nil, nil); !errors.Is(err, mcpgo.ErrNilRehydrator) {
 		t.Fatalf("nil rehydrator: %v", err)
 	}
-	if err := mcpgo.AddReadTools(s, env.Reh, &mcpgo.Options{ReadToolName: "bad name!"}); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
+	if err := mcpgo.AddReadTools(s, env.Reh, &mcpgo.Options{Names: readtools.Names{Read: "bad name!"}}); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 		t.Fatalf("bad name: %v", err)
 	}
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // ToolFailedNotice is what the model sees in place of a tool's error: the
@@ -20,8 +21,8 @@ const ToolFailedNotice = "hybridctx: the tool failed; its error is kept out of t
 // ErrNilOffloader is wrapped by errors about a missing Offloader.
 var ErrNilOffloader = errors.New("hybridctx adapter: nil offloader")
 
-// ErrNilRehydrator is wrapped by errors about a missing Rehydrator.
-var ErrNilRehydrator = errors.New("hybridctx adapter: nil rehydrator")
+// ErrNilRehydrator is returned for a missing Rehydrator.
+var ErrNilRehydrator = readtools.ErrNilRehydrator
 
 // Result is what the model sees of one tool call.
 type Result struct {
