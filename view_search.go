@@ -11,9 +11,10 @@ import (
 
 // searchLineCap is the most bytes of one line a search holds: a line that
 // spans chunks is matched whole up to this size; past it, the line is
-// matched in windows of this size (a literal overlapping by its length, so
-// no literal match is missed; a regular expression match that straddles a
-// window boundary of such a line is not found).
+// matched in windows of this size overlapping by SearchLineBytes (plus a
+// literal's length, so no literal match is missed; a regular expression
+// match longer than SearchLineBytes that straddles a window boundary of
+// such a line is not found).
 const searchLineCap = 1 << 20
 
 // Validate reports whether r is usable, compiling its pattern; the error
@@ -86,13 +87,15 @@ func (m *matcher) find(line []byte) int {
 	return -1
 }
 
-// overlap is how many bytes of a window must be kept when a long line is
-// matched in windows.
+// overlap is how many bytes of a window are kept when a long line is
+// matched in windows: enough that no literal match straddling two windows
+// is missed, and that a match found later still shows SearchLineBytes of
+// what precedes it.
 func (m *matcher) overlap() int {
 	if m.re == nil {
-		return len(m.lit) - 1
+		return SearchLineBytes + len(m.lit) - 1
 	}
-	return 0
+	return SearchLineBytes
 }
 
 // shownLine is one line as the answer shows it: at most SearchLineBytes of
@@ -154,8 +157,14 @@ func (s *searchScan) scan(off int64, b []byte) error {
 		if s.fast && !s.inItem {
 			j := bytes.Index(b, s.m.lit)
 			if j < 0 {
+				// No match starts in b: pass its whole lines and carry the
+				// last, partial one (a match may straddle the chunks).
 				b, off = s.passLines(b, off, len(b))
-				continue
+				if len(b) > 0 {
+					s.lstart = off
+					s.extend(b)
+				}
+				return nil
 			}
 			b, off = s.passLines(b, off, j)
 		}
@@ -207,7 +216,7 @@ func (s *searchScan) slide() {
 	if s.curMatch < 0 {
 		if j := s.m.find(s.cur); j >= 0 {
 			s.curMatch = s.curBase + int64(j)
-			s.curWin = s.window(s.cur, s.curBase, int64(j), -1)
+			s.curWin = s.window(s.cur, s.curBase, s.curMatch, -1)
 		}
 	}
 	keep := 0
@@ -232,7 +241,7 @@ func (s *searchScan) endCarried() {
 		if s.curMatch < 0 {
 			if j := s.m.find(s.cur); j >= 0 {
 				s.curMatch = s.curBase + int64(j)
-				s.curWin = s.window(s.cur, s.curBase, int64(j), -1)
+				s.curWin = s.window(s.cur, s.curBase, s.curMatch, -1)
 			}
 		}
 		sl := s.curWin

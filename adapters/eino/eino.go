@@ -1,7 +1,8 @@
 // Package eino adapts hybridctx to CloudWeGo Eino (github.com/cloudwego/eino):
 // a compose.ToolMiddleware that sends every tool result through an
-// Offloader, the explicit read tool read_artifact as an Eino tool, and an
-// adk.AgentMiddleware that installs both on a ChatModelAgent.
+// Offloader, the read tools (read_artifact, search_artifact,
+// query_artifact; package readtools' definitions) as Eino tools, and an
+// adk.AgentMiddleware that installs them on a ChatModelAgent.
 //
 // It lives in its own module so that the hybridctx core does not depend on
 // Eino. Tool errors pass through unchanged (Eino treats them as failures of
@@ -122,7 +123,7 @@ func (r *streamReader) Read(p []byte) (int, error) {
 
 var _ io.Reader = (*streamReader)(nil)
 
-// ReadTool is the Eino form of agent.ReadTool.
+// ReadTool is the Eino form of an agent.ReadTool: read, search or query.
 type ReadTool struct {
 	rt   *agent.ReadTool
 	info *schema.ToolInfo
@@ -173,24 +174,41 @@ func (t *ReadTool) InvokableRun(ctx context.Context, args string, _ ...tool.Opti
 	return string(seg.Bytes()), nil
 }
 
+// NewReadTools returns the three read tools as Eino tools: read, search,
+// query.
+func NewReadTools(rts *agent.ReadTools) ([]tool.BaseTool, error) {
+	if rts == nil {
+		return nil, ErrNilReadTool
+	}
+	var out []tool.BaseTool
+	for _, rt := range []*agent.ReadTool{rts.Read(), rts.Search(), rts.Query()} {
+		t, err := NewReadTool(rt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
 // AgentMiddleware returns the middleware for an adk.ChatModelAgent: its
-// WrapToolCall is ToolMiddleware(off), its AdditionalTools the read tool,
-// and its AdditionalInstruction one sentence telling the model how stored
-// results come back.
-func AgentMiddleware(off *hybridctx.Offloader, rt *agent.ReadTool, opts *Options) (adk.AgentMiddleware, error) {
+// WrapToolCall is ToolMiddleware(off), its AdditionalTools the three read
+// tools, and its AdditionalInstruction one sentence telling the model how
+// stored results come back.
+func AgentMiddleware(off *hybridctx.Offloader, rts *agent.ReadTools, opts *Options) (adk.AgentMiddleware, error) {
 	mw, err := ToolMiddleware(off, opts)
 	if err != nil {
 		return adk.AgentMiddleware{}, err
 	}
-	read, err := NewReadTool(rt)
+	tools, err := NewReadTools(rts)
 	if err != nil {
 		return adk.AgentMiddleware{}, err
 	}
 	return adk.AgentMiddleware{
 		AdditionalInstruction: "Large tool results are stored outside the conversation and replaced by a notice " +
-			"whose first line is an artifact:// reference; call " + rt.Name() +
-			" with that reference and a byte range to read them.",
-		AdditionalTools: []tool.BaseTool{read},
+			"whose first line is an artifact:// reference; find lines in them with " + rts.Search().Name() +
+			", read lines or bytes with " + rts.Read().Name() + ", and query JSON with " + rts.Query().Name() + ".",
+		AdditionalTools: tools,
 		WrapToolCall:    mw,
 	}, nil
 }

@@ -34,6 +34,7 @@ type env struct {
 	mu     sync.Mutex
 	events []*hybridctx.Event
 	ctx    context.Context
+	tools  *agent.ReadTools
 }
 
 func newEnv(t *testing.T, budgetCap int64) *env {
@@ -46,10 +47,11 @@ func newEnv(t *testing.T, budgetCap int64) *env {
 	e := &env{}
 	e.off, _ = hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: threshold}, nil)
 	e.reh, _ = hybridctx.NewRehydrator(bind, nil)
-	e.read, err = agent.NewReadTool(e.reh, &agent.ReadToolOptions{BudgetCap: budgetCap})
+	e.tools, err = agent.NewReadTools(e.reh, &agent.ReadToolOptions{BudgetCap: budgetCap})
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.read = e.tools.Read()
 	rep := hybridctx.NewReporter(hybridctx.ReporterOptions{RunID: "r", AgentID: "eino", Sinks: []hybridctx.Sink{
 		hybridctx.SinkFunc(func(_ context.Context, ev *hybridctx.Event) error {
 			e.mu.Lock()
@@ -235,6 +237,40 @@ func TestReadToolAnswersInText(t *testing.T) {
 	}
 }
 
+// TestSearchAndQueryTools: the middleware adds all three read tools, and
+// search and query answer in text through Eino's tool interface.
+func TestSearchAndQueryTools(t *testing.T) {
+	e := newEnv(t, 4096)
+	mw, err := hybrideino.AgentMiddleware(e.off, e.tools, nil)
+	if err != nil || len(mw.AdditionalTools) != 3 {
+		t.Fatalf("%v %d", err, len(mw.AdditionalTools))
+	}
+	var names []string
+	for _, bt := range mw.AdditionalTools {
+		info, _ := bt.Info(context.Background())
+		names = append(names, info.Name)
+	}
+	if strings.Join(names, ",") != "read_artifact,search_artifact,query_artifact" || !strings.Contains(mw.AdditionalInstruction, "search_artifact") {
+		t.Fatalf("tools %v, instruction %q", names, mw.AdditionalInstruction)
+	}
+	out, _ := e.off.Offload(e.ctx, hybridctx.Call{}, logText(5000))
+	search := mw.AdditionalTools[1].(tool.InvokableTool)
+	got, err := search.InvokableRun(e.ctx, `{"reference":"`+out.Ref.String()+`","pattern":"/api/items/77 "}`)
+	if err != nil || got != "12:line 11: GET /api/items/77 200\n1 matches (showing 1-1)\n" {
+		t.Fatalf("search %q %v", got, err)
+	}
+	js, _ := e.off.Offload(e.ctx, hybridctx.Call{}, `{"items":[`+strings.Repeat(`{"v":1},`, 100)+`{"v":2}]}`)
+	query := mw.AdditionalTools[2].(tool.InvokableTool)
+	got, err = query.InvokableRun(e.ctx, `{"reference":"`+js.Ref.String()+`","filter":"[.items[].v] | add"}`)
+	if err != nil || got != "102\n1 results (showing 1-1)\n" {
+		t.Fatalf("query %q %v", got, err)
+	}
+	got, err = query.InvokableRun(e.ctx, `{"reference":"`+out.Ref.String()+`","filter":"."}`)
+	if err != nil || !strings.HasPrefix(got, "hybridctx: view_failed (not_json)") {
+		t.Fatalf("query text %q %v", got, err)
+	}
+}
+
 // scriptedChat is a ToolCallingChatModel playing one step per call.
 type scriptedChat struct {
 	mu    sync.Mutex
@@ -290,7 +326,7 @@ func TestAgentEndToEnd(t *testing.T) {
 		t.Run(fmt.Sprintf("streaming=%v", streaming), func(t *testing.T) {
 			e := newEnv(t, 2000)
 			big := logText(8000)
-			mw, err := hybrideino.AgentMiddleware(e.off, e.read, nil)
+			mw, err := hybrideino.AgentMiddleware(e.off, e.tools, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -59,13 +59,14 @@ func TestReadToolStorageFailure(t *testing.T) {
 	})
 	bind, _ := hybridctx.NewBinding(artifact.Owner{User: "u", Workflow: "w", Session: "s"}, workspace.New(inst, inst))
 	reh, _ := hybridctx.NewRehydrator(bind, nil)
-	rt, _ := agent.NewReadTool(reh, nil)
+	rts, _ := agent.NewReadTools(reh, nil)
+	rt := rts.Read()
 	read, _ := hybrideino.NewReadTool(rt)
 	_, err := read.InvokableRun(context.Background(), `{"reference":"`+artifact.RefOf(nil).String()+`"}`)
 	if !errors.Is(err, agent.ErrReadFailed) || !errors.Is(err, cause) {
 		t.Fatalf("err %v", err)
 	}
-	if _, err := hybrideino.AgentMiddleware(nil, rt, nil); !errors.Is(err, hybrideino.ErrNilOffloader) {
+	if _, err := hybrideino.AgentMiddleware(nil, rts, nil); !errors.Is(err, hybrideino.ErrNilOffloader) {
 		t.Fatal(err)
 	}
 }

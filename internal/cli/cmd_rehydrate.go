@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -17,7 +18,11 @@ Checks run in order: the reference's syntax (exit 3), this owner's record of
 it (exit 4), the body's presence (exit 5), the range against --budget before
 anything is read (exit 6), the digest of the whole body before anything is
 released (exit 7). --offset and --length (0 = to the end) select a range,
-clamped to the body like an HTTP range.
+clamped to the body like an HTTP range. --start-line N (1-based) reads whole
+lines instead (--line-count, default 100; not with --offset/--length): as
+many as fit --budget, in memory, and where they stop early a one-line note
+on standard error says where to continue; a first line larger than --budget
+is over_budget with its byte offset and length.
 
 Resolved: exactly the verified bytes on standard output, streamed in bounded
 memory. A body that changes while it is copied is exit 1 (the output is then
@@ -32,12 +37,13 @@ plus "content_base64" when resolved (the bytes are held in memory, at most
 
 type rehydrateFlags struct {
 	budget, offset, length int64
+	startLine, lineCount   int64
 }
 
 func (a *app) rehydrateCommand() *cobra.Command {
 	var o rehydrateFlags
 	cmd := &cobra.Command{
-		Use:   "rehydrate REF --budget N [--offset N] [--length N]",
+		Use:   "rehydrate REF --budget N [--offset N] [--length N | --start-line N [--line-count N]]",
 		Short: "Print the verified bytes of a reference",
 		Long:  withExitCodes(rehydrateLong),
 		Args:  cobra.ExactArgs(1),
@@ -47,6 +53,8 @@ func (a *app) rehydrateCommand() *cobra.Command {
 	f.Int64Var(&o.budget, "budget", 0, "most bytes that may be returned (required, > 0)")
 	f.Int64Var(&o.offset, "offset", 0, "first byte of the range (>= 0)")
 	f.Int64Var(&o.length, "length", 0, "bytes in the range (>= 0; 0 = to the end)")
+	f.Int64Var(&o.startLine, "start-line", 0, "read whole lines from this line (1-based) instead of bytes")
+	f.Int64Var(&o.lineCount, "line-count", 0, "lines to read with --start-line (default 100)")
 	return cmd
 }
 
@@ -67,6 +75,9 @@ func (a *app) rehydrate(cmd *cobra.Command, ref string, o rehydrateFlags) error 
 	}
 	if o.offset < 0 || o.length < 0 {
 		return usagef("--offset and --length must be >= 0")
+	}
+	if f := cmd.Flags(); f.Changed("start-line") || f.Changed("line-count") {
+		return a.rehydrateLines(cmd, ref, o)
 	}
 	owner, err := a.requireOwner(cmd)
 	if err != nil {
@@ -107,6 +118,24 @@ func (a *app) rehydrate(cmd *cobra.Command, ref string, o rehydrateFlags) error 
 		return rehydrateError(err)
 	}
 	return outcomeExit(r.Outcome(), categoricalLine(r))
+}
+
+// rehydrateLines is rehydrate --start-line: the lines view.
+func (a *app) rehydrateLines(cmd *cobra.Command, ref string, o rehydrateFlags) error {
+	f := cmd.Flags()
+	switch {
+	case f.Changed("offset") || f.Changed("length"):
+		return usagef("--start-line/--line-count (lines) and --offset/--length (bytes) cannot be combined")
+	case !f.Changed("start-line") || o.startLine < 1:
+		return usagef("--start-line must be >= 1")
+	case f.Changed("line-count") && o.lineCount < 1:
+		return usagef("--line-count must be >= 1")
+	}
+	req := hybridctx.LinesRequest{Reference: ref, Budget: o.budget, StartLine: o.startLine, LineCount: o.lineCount,
+		Source: hybridctx.SourceToolRequest}
+	return a.view(cmd, nil, func(ctx context.Context, h *hybridctx.Rehydrator) (*hybridctx.Rehydration, error) {
+		return h.ReadLines(ctx, req)
+	})
 }
 
 // rehydrateError maps an error that stopped a rehydration before or during

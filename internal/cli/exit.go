@@ -23,6 +23,7 @@ const (
 	ExitFailed           = 8  // failed
 	ExitRecoveryRequired = 9  // recovery_required
 	ExitDamage           = 10 // verify found damage
+	ExitViewFailed       = 11 // view_failed
 )
 
 // exitTable is the single source of the exit-code documentation.
@@ -41,6 +42,7 @@ var exitTable = []struct {
 	{ExitFailed, "failed: the result was not stored (too large, storage failure)"},
 	{ExitRecoveryRequired, "recovery_required: stored but not registered; retry the content"},
 	{ExitDamage, "verify found corrupt or missing bodies or unsafe permissions,\neven if repaired"},
+	{ExitViewFailed, "view_failed: search or query could not answer (not JSON, the\nfilter failed, a time or memory limit)"},
 }
 
 // exitCodesHelp renders exitTable for the commands' long help.
@@ -73,6 +75,8 @@ func OutcomeExitCode(o hybridctx.Outcome) int {
 		return ExitFailed
 	case hybridctx.RecoveryRequired:
 		return ExitRecoveryRequired
+	case hybridctx.ViewFailed:
+		return ExitViewFailed
 	}
 	return ExitInternal
 }

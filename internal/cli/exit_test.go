@@ -26,6 +26,7 @@ func TestOutcomeExitCodeTable(t *testing.T) {
 		hybridctx.Stale:             7,
 		hybridctx.Failed:            8,
 		hybridctx.RecoveryRequired:  9,
+		hybridctx.ViewFailed:        11,
 		hybridctx.Outcome(0):        1,
 		hybridctx.Outcome(200):      1,
 	}

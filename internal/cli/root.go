@@ -151,6 +151,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.offloadCommand(), a.rehydrateCommand(), a.lsCommand(), a.statCommand(), a.verifyCommand(), a.demoCommand(), a.benchCommand())
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.gcCommand())
+	root.AddCommand(a.searchCommand(), a.queryCommand())
 	return root
 }
 

@@ -1,0 +1,157 @@
+package cli
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func cliLog(n int) []byte {
+	var b strings.Builder
+	for i := 1; i <= n; i++ {
+		if i == 700 {
+			b.WriteString("panic: token-7f3a in worker\n")
+			continue
+		}
+		fmt.Fprintf(&b, "%05d request ok\n", i)
+	}
+	return []byte(b.String())
+}
+
+func TestRehydrateLines(t *testing.T) {
+	ws := newWorkspace(t)
+	body := cliLog(1000) // 1000 lines of 20 bytes, except line 700
+	ref := offloadRef(t, ws, body).String()
+	lines := strings.SplitAfter(string(body), "\n")
+
+	r := run(t, host(ws, "rehydrate", ref, "--budget", "4096", "--start-line", "699", "--line-count", "3")...)
+	wantCode(t, r, ExitOK)
+	if r.stdout != strings.Join(lines[698:701], "") || r.stderr != "" {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	// A page cut by the budget: whole lines on stdout, the note on stderr.
+	r = run(t, host(ws, "rehydrate", ref, "--budget", "50", "--start-line", "1")...)
+	wantCode(t, r, ExitOK)
+	if r.stdout != lines[0]+lines[1] || !strings.Contains(r.stderr, "continue with start_line 3") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	js := run(t, host(ws, "--json", "rehydrate", ref, "--budget", "50", "--start-line", "1")...)
+	wantCode(t, js, ExitOK)
+	m := decodeObject(t, js.stdout)
+	wantKeys(t, m, "outcome", "reason", "diagnostics", "page", "content_base64")
+	got, _ := base64.StdEncoding.DecodeString(str(t, m["content_base64"]))
+	if string(got) != lines[0]+lines[1] || string(m["page"]) != `{"total":1000,"first":1,"count":2,"next":3}` {
+		t.Fatalf("json %s", js.stdout)
+	}
+	// The first line alone over the budget: over_budget with its offset.
+	r = run(t, host(ws, "rehydrate", ref, "--budget", "10", "--start-line", "2")...)
+	wantCode(t, r, ExitOverBudget)
+	if r.stdout != "" || !strings.Contains(r.stderr, "line 2 alone is 17 bytes") || !strings.Contains(r.stderr, "offset 17 ") {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	for _, bad := range [][]string{
+		{"--start-line", "0"}, {"--start-line", "1", "--offset", "3"}, {"--line-count", "3"}, {"--start-line", "1", "--line-count", "0"},
+	} {
+		wantCode(t, run(t, host(ws, append([]string{"rehydrate", ref, "--budget", "10"}, bad...)...)...), ExitUsage)
+	}
+}
+
+func TestSearchCommand(t *testing.T) {
+	ws := newWorkspace(t)
+	ref := offloadRef(t, ws, cliLog(1000)).String()
+	r := run(t, host(ws, "search", ref, "token-7f3a", "--budget", "4096", "--context", "1")...)
+	wantCode(t, r, ExitOK)
+	want := "699-00699 request ok\n700:panic: token-7f3a in worker\n701-00701 request ok\n1 matches (showing 1-1)\n"
+	if r.stdout != want || r.stderr != "" {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	r = run(t, host(ws, "search", ref, "REQUEST OK", "--ignore-case", "--budget", "4096", "--max-matches", "2", "--skip", "997")...)
+	if r.stdout != "999:00999 request ok\n1000:01000 request ok\n999 matches (showing 998-999)\n" {
+		t.Fatalf("paged %q", r.stdout)
+	}
+	r = run(t, host(ws, "search", ref, `^\d+ request ok$`, "--regex", "--budget", "4096", "--skip", "998")...)
+	if r.stdout != "1000:01000 request ok\n999 matches (showing 999-999)\n" {
+		t.Fatalf("regex %q", r.stdout)
+	}
+	r = run(t, host(ws, "search", ref, "absent", "--budget", "4096")...)
+	wantCode(t, r, ExitOK)
+	if r.stdout != "0 matches (showing none)\n" {
+		t.Fatalf("zero %q", r.stdout)
+	}
+	js := run(t, host(ws, "--json", "search", ref, "token-7f3a", "--budget", "4096")...)
+	m := decodeObject(t, js.stdout)
+	wantKeys(t, m, "outcome", "reason", "diagnostics", "page", "answer")
+	if str(t, m["answer"]) != "700:panic: token-7f3a in worker\n1 matches (showing 1-1)\n" || !strings.Contains(string(m["diagnostics"]), `"view":"search"`) {
+		t.Fatalf("json %s", js.stdout)
+	}
+	r = run(t, host(ws, "search", ref, "token", "--budget", "10")...)
+	wantCode(t, r, ExitOverBudget)
+	if r.stdout != "" || !strings.HasPrefix(r.stderr, "hybridctx: over_budget (budget_exceeded): the first match") {
+		t.Fatalf("over budget %q %q", r.stdout, r.stderr)
+	}
+}
+
+// TestViewArgumentsBeforeStorage: a malformed pattern or filter is a usage
+// error before any storage access (the workspace below cannot be opened,
+// which would be exit 1).
+func TestViewArgumentsBeforeStorage(t *testing.T) {
+	blocked := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(blocked, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ws := filepath.Join(blocked, "ws") // a path under a file: cannot be created
+	ref := "artifact://sha256/" + strings.Repeat("a", 64)
+	for _, args := range [][]string{
+		{"search", ref, "a(", "--regex", "--budget", "10"},
+		{"search", ref, strings.Repeat("x", 1001), "--budget", "10"},
+		{"search", ref, "x", "--context", "11", "--budget", "10"},
+		{"search", ref, "x"},
+		{"query", ref, ".[", "--budget", "10"},
+		{"query", ref, "$ENV", "--budget", "10"},
+		{"query", ref, "input", "--budget", "10"},
+		{"query", ref, ".", "--budget", "0"},
+	} {
+		r := run(t, host(ws, args...)...)
+		wantCode(t, r, ExitUsage)
+		if strings.Contains(r.stderr, "a(") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: stderr %q", args, r.stderr)
+		}
+	}
+	wantCode(t, run(t, host(ws, "search", ref, "x", "--budget", "10")...), ExitInternal)
+}
+
+func TestQueryCommand(t *testing.T) {
+	ws := newWorkspace(t)
+	doc := `{"jobs":[` + strings.Repeat(`{"name":"build","ok":true},`, 50) + `{"name":"deploy","ok":false,"error":"quota"}]}`
+	ref := offloadRef(t, ws, []byte(doc)).String()
+	r := run(t, host(ws, "query", ref, `.jobs[] | select(.ok | not) | .error`, "--budget", "4096")...)
+	wantCode(t, r, ExitOK)
+	if r.stdout != "\"quota\"\n1 results (showing 1-1)\n" {
+		t.Fatalf("stdout %q", r.stdout)
+	}
+	r = run(t, host(ws, "query", ref, `.jobs[].name`, "--budget", "60", "--skip", "10")...)
+	if !strings.HasPrefix(r.stdout, "\"build\"\n") || !strings.Contains(r.stdout, "51 results (showing 11-") || !strings.Contains(r.stdout, "continue with skip") {
+		t.Fatalf("paged %q", r.stdout)
+	}
+	for filter, reason := range map[string]string{".jobs.x": "filter_error", `"x" * 10000000`: "limit_exceeded"} {
+		r = run(t, host(ws, "query", ref, filter, "--budget", "4096")...)
+		wantCode(t, r, ExitViewFailed)
+		if r.stdout != "" || !strings.HasPrefix(r.stderr, "hybridctx: view_failed ("+reason+")") {
+			t.Fatalf("%s: %q %q", filter, r.stdout, r.stderr)
+		}
+	}
+	wantCode(t, run(t, host(ws, "query", ref, ".", "--budget", "4096", "--query-max-bytes", "100")...), ExitViewFailed)
+	text := offloadRef(t, ws, cliLog(100)).String()
+	js := run(t, host(ws, "--json", "query", text, ".", "--budget", "4096")...)
+	wantCode(t, js, ExitViewFailed)
+	var v struct {
+		Outcome, Reason string
+	}
+	if json.Unmarshal([]byte(js.stdout), &v) != nil || v.Outcome != "view_failed" || v.Reason != "not_json" || js.stderr != "" {
+		t.Fatalf("json %q %q", js.stdout, js.stderr)
+	}
+}
