@@ -17,6 +17,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // RunFunc runs one of the host's tools with the model's JSON input and
@@ -28,9 +29,9 @@ type RunFunc func(ctx context.Context, name string, input json.RawMessage) (stri
 type Options struct {
 	// Budget caps every read; 0 means the read tools' default.
 	Budget int64
-	// ReadToolName is read_artifact's name; empty means the Offloader's
-	// Policy.ReadToolName (the name its notices point to).
-	ReadToolName string
+	// Names overrides the read tools' names; empty names keep those of the
+	// Offloader's policy (the names its notices point to).
+	Names readtools.Names
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice). It
 	// runs on the goroutine that called Handle.
@@ -47,28 +48,25 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 // Rehydrator's. It is safe for concurrent use.
 type Handler struct {
 	off   *hybridctx.Offloader
-	reads *adaptkit.Reads
+	reads *readtools.Set
 	hook  func(context.Context, string, *hybridctx.Offload)
 	tools []sdk.ToolUnionParam
 }
 
 // New returns a Handler deciding results with off and serving the read
-// tools with reh. A read tool name that is not a valid policy name is an
-// error wrapping hybridctx.ErrInvalidPolicy.
+// tools with reh. Invalid read tool names are an error wrapping
+// hybridctx.ErrInvalidPolicy.
 func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Handler, error) {
 	if off == nil {
 		return nil, ErrNilOffloader
 	}
-	ro := adaptkit.ReadOptions{ReadToolName: adaptkit.ReadToolName(off)}
 	h := &Handler{off: off}
+	var names readtools.Names
+	var budget int64
 	if opts != nil {
-		ro.Budget = opts.Budget
-		if opts.ReadToolName != "" {
-			ro.ReadToolName = opts.ReadToolName
-		}
-		h.hook = opts.OnDecision
+		names, budget, h.hook = opts.Names, opts.Budget, opts.OnDecision
 	}
-	reads, err := adaptkit.NewReads(reh, ro)
+	reads, err := adaptkit.NewReads(reh, adaptkit.NamesFor(off, names), budget)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +131,8 @@ func (h *Handler) handle(ctx context.Context, id, name string, input json.RawMes
 		input = json.RawMessage(`{}`)
 	}
 	if h.reads.Has(name) {
-		a, err := h.reads.Call(ctx, name, input)
-		if err != nil {
-			return adaptkit.Failed()
-		}
-		return adaptkit.Result{Text: a.Text, IsError: a.IsError}
+		r, _ := adaptkit.Read(ctx, h.reads, name, input)
+		return r
 	}
 	if run == nil {
 		return adaptkit.Failed()

@@ -15,6 +15,7 @@ import (
 	hybridanthropic "github.com/hybridctx/hybridctx/adapters/anthropic"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // run is the host's tool set: the big tool returns body, the failing tool
@@ -44,7 +45,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &adapttest.Script{ReadTool: hybridctx.DefaultReadToolName, Page: 65536}
+	s := &adapttest.Script{ReadTool: hybridctx.DefaultReadToolName, SearchTool: hybridctx.DefaultSearchToolName, Page: 65536}
 	v, srv := newVendor(t, s)
 	client := newClient(srv.URL)
 	ctx := context.Background()
@@ -89,7 +90,7 @@ func TestBetaToolRunner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &adapttest.Script{ReadTool: hybridctx.DefaultReadToolName, Page: 65536}
+	s := &adapttest.Script{ReadTool: hybridctx.DefaultReadToolName, SearchTool: hybridctx.DefaultSearchToolName, Page: 65536}
 	v, srv := newVendor(t, s)
 	client := newClient(srv.URL)
 	big := &textBetaTool{name: adapttest.BigTool, text: body}
@@ -205,7 +206,7 @@ func TestNewErrors(t *testing.T) {
 	if _, err := hybridanthropic.New(env.Off, nil, nil); !errors.Is(err, hybridanthropic.ErrNilRehydrator) {
 		t.Fatalf("nil rehydrator: %v", err)
 	}
-	if _, err := hybridanthropic.New(env.Off, env.Reh, &hybridanthropic.Options{ReadToolName: "no spaces allowed"}); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
+	if _, err := hybridanthropic.New(env.Off, env.Reh, &hybridanthropic.Options{Names: readtools.Names{Search: "no spaces allowed"}}); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 		t.Fatalf("bad name: %v", err)
 	}
 	h, _ := hybridanthropic.New(env.Off, env.Reh, nil)

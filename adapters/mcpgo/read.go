@@ -121,7 +121,7 @@ func readResource(ctx context.Context, reh *hybridctx.Rehydrator, set *readtools
 	case hybridctx.Resolved:
 	case hybridctx.Unauthorized:
 		// Identical to a digest never stored (no existence oracle).
-		return nil, fmt.Errorf("%w: %s", server.ErrResourceNotFound, uri)
+		return nil, server.ErrResourceNotFound
 	default:
 		return nil, errors.New(set.Refusal(got, budget))
 	}
