@@ -212,3 +212,25 @@ func (e *Env) Offload(ctx context.Context, body string) (string, error) {
 	}
 	return out.Text(), nil
 }
+
+// Payload returns a result of size bytes whose first bytes hold i, so every
+// i gives different content (a fresh offload each time).
+func Payload(i, size int) string {
+	head := fmt.Sprintf("%012d\n", i)
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(head)
+	line := "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde\n"
+	for b.Len()+len(line) <= size {
+		b.WriteString(line)
+	}
+	b.WriteString(strings.Repeat("z", size-b.Len()))
+	return b.String()
+}
+
+// BenchSizes are the result sizes of the adapters' overhead benchmarks: one
+// kept inline, one offloaded.
+var BenchSizes = []struct {
+	Name string
+	Size int
+}{{"inline_1KiB", 1 << 10}, {"offloaded_64KiB", 64 << 10}}
