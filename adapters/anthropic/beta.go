@@ -21,9 +21,11 @@ import (
 //	runner := client.Beta.Messages.NewToolRunner(
 //		append([]sdk.BetaTool{h.BetaTool(myTool)}, h.BetaReadTools()...), params)
 
-// toolFailed is the error a wrapped beta tool returns; its text is the
-// categorical notice.
-var toolFailed = errors.New(adaptkit.ToolFailedNotice)
+// failedError is the error a wrapped beta tool returns in place of the
+// tool's own: its text is the categorical notice, a model-facing sentence.
+type failedError struct{}
+
+func (failedError) Error() string { return adaptkit.ToolFailedNotice }
 
 // BetaTool returns t with its output bounded: the text blocks of its
 // result are joined and decided as one result (inline, or the bounded
@@ -44,7 +46,7 @@ func (b *betaTool) InputSchema() sdk.BetaToolInputSchemaParam { return b.t.Input
 func (b *betaTool) Execute(ctx context.Context, input json.RawMessage) ([]sdk.BetaToolResultBlockParamContentUnion, error) {
 	blocks, err := b.t.Execute(ctx, input)
 	if err != nil {
-		return nil, toolFailed
+		return nil, failedError{}
 	}
 	var text strings.Builder
 	var rest []sdk.BetaToolResultBlockParamContentUnion

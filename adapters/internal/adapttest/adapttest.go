@@ -134,7 +134,6 @@ type Script struct {
 	ref   string
 	got   bytes.Buffer
 	state int
-	total int64
 }
 
 // ErrScript is wrapped by every complaint of the scripted model.
