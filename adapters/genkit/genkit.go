@@ -153,14 +153,14 @@ func ReadTools(reh *hybridctx.Rehydrator, opts *Options) ([]ai.ToolRef, error) {
 			return nil, err
 		}
 		name := d.Name
-		out = append(out, ai.NewToolWithInputSchema(name, strings.TrimSpace(d.Description), schema,
+		out = append(out, ai.NewTool(name, strings.TrimSpace(d.Description),
 			func(tc *ai.ToolContext, input any) (string, error) {
 				r, _ := adaptkit.Read(tc, set, name, adaptkit.RawArgs(input))
 				if err := tc.Err(); err != nil {
 					return "", err
 				}
 				return r.Text, nil
-			}))
+			}, ai.WithInputSchema(schema)))
 	}
 	return out, nil
 }

@@ -27,6 +27,8 @@ type scripted struct {
 	mu       sync.Mutex
 	n        int
 	requests [][]byte
+	// tools holds the JSON of the last request's tool definitions.
+	tools []byte
 }
 
 func (m *scripted) generate(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
@@ -34,6 +36,7 @@ func (m *scripted) generate(_ context.Context, req *ai.ModelRequest, _ ai.ModelS
 	defer m.mu.Unlock()
 	raw, _ := json.Marshal(req.Messages)
 	m.requests = append(m.requests, raw)
+	m.tools, _ = json.Marshal(req.Tools)
 	result := ""
 	if last := req.Messages[len(req.Messages)-1]; last.Role == ai.RoleTool {
 		for _, p := range last.Content {
@@ -97,6 +100,9 @@ func TestGenerateEndToEnd(t *testing.T) {
 	}
 	if err := s.Check(body); err != nil {
 		t.Fatal(err)
+	}
+	if !strings.Contains(string(m.tools), `"name":"search_artifact"`) || !strings.Contains(string(m.tools), `"pattern"`) {
+		t.Fatalf("tool definitions sent to the model: %.400s", m.tools)
 	}
 	grown := len(m.requests[1]) - len(m.requests[0])
 	if grown > 1024 {
