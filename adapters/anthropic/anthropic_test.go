@@ -216,3 +216,26 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("read tool definition %s (%v)", raw, err)
 	}
 }
+
+// OnDecision sees every decision of the host's tools, none of the reads.
+func TestOnDecision(t *testing.T) {
+	env := adapttest.New(t, nil)
+	var got []string
+	h, _ := hybridanthropic.New(env.Off, env.Reh, &hybridanthropic.Options{OnDecision: func(_ context.Context, tool string, out *hybridctx.Offload) {
+		got = append(got, tool+"/"+out.Outcome().String())
+	}})
+	ctx := context.Background()
+	small := func(context.Context, string, json.RawMessage) (string, error) { return "ok", nil }
+	if text, isErr := resultOf(t, h.Handle(ctx, toolUse("a", "small", nil), small)); text != "ok" || isErr {
+		t.Fatalf("small: %q %v", text, isErr)
+	}
+	notice, _ := resultOf(t, h.Handle(ctx, toolUse("b", adapttest.BigTool, nil), run(adapttest.Body())))
+	ref, _ := adapttest.RefOf(notice)
+	page, isErr := resultOf(t, h.Handle(ctx, toolUse("c", "read_artifact", map[string]any{"reference": ref, "length": 6}), nil))
+	if page != adapttest.Body()[:6] || isErr {
+		t.Fatalf("read: %q %v", page, isErr)
+	}
+	if strings.Join(got, ",") != "small/inline,fetch_log/offloaded" {
+		t.Fatalf("decisions %v", got)
+	}
+}

@@ -208,3 +208,25 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("bad name: %v", err)
 	}
 }
+
+// OnDecision sees every decision of the host's tools, none of the reads.
+func TestOnDecision(t *testing.T) {
+	env := adapttest.New(t, nil)
+	var got []string
+	h, _ := hybridopenai.New(env.Off, env.Reh, &hybridopenai.Options{OnDecision: func(_ context.Context, tool string, out *hybridctx.Offload) {
+		got = append(got, tool+"/"+out.Outcome().String())
+	}})
+	ctx := context.Background()
+	small := func(context.Context, string, json.RawMessage) (string, error) { return "ok", nil }
+	if text := chatText(t, h.HandleChat(ctx, chatCall("a", "small", nil), small)); text != "ok" {
+		t.Fatalf("small: %q", text)
+	}
+	notice := respText(t, h.HandleResponse(ctx, responses.ResponseFunctionToolCall{CallID: "b", Name: adapttest.BigTool}, run(adapttest.Body())))
+	ref, _ := adapttest.RefOf(notice)
+	if page := chatText(t, h.HandleChat(ctx, chatCall("c", "read_artifact", map[string]any{"reference": ref, "start_line": 1, "line_count": 1}), nil)); page != strings.SplitAfter(adapttest.Body(), "\n")[0] {
+		t.Fatalf("read: %q", page)
+	}
+	if strings.Join(got, ",") != "small/inline,fetch_log/offloaded" {
+		t.Fatalf("decisions %v", got)
+	}
+}
