@@ -40,6 +40,7 @@ type storing struct {
 	pending *workspace.Pending // stream input: already written, not committed
 	rewind  func()             // stream input: restore the source, if possible
 	read    int64              // stream input: bytes consumed
+	head    *previewTap        // stream input: the body's first bytes, for the preview
 }
 
 // ingest returns the pending body, writing it now for byte input.
@@ -80,7 +81,8 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*Offload, 
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
-		out := &Offload{Ref: st.ref, Notice: storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName()), Consumed: st.read}
+		notice := storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName())
+		out := &Offload{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
 		return o.finish(ctx, out, oc, r, st.size)
 	}
 	st.discard()
@@ -270,7 +272,8 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	}
 	var c classify.Classifier
 	src := &countingReader{r: io.MultiReader(&head, r)}
-	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: max, Observer: &c})
+	st.head = &previewTap{next: &c, max: int(o.policy.PreviewBytes)}
+	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: max, Observer: st.head})
 	st.read = src.n
 	st.size = total
 	var we *workspace.Error

@@ -1,8 +1,11 @@
 package hybridctx
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // Default names of the search and query tools (§13).
@@ -83,4 +86,47 @@ func (o *Offloader) forTool(tool string) *Offloader {
 	c := *o
 	c.policy.InlineThreshold = n
 	return &c
+}
+
+// previewTap is an ingest observer that keeps the first max bytes of a
+// streamed body for the notice preview and passes everything on.
+type previewTap struct {
+	next io.Writer
+	max  int
+	buf  []byte
+}
+
+func (p *previewTap) Write(b []byte) (int, error) {
+	if room := p.max - len(p.buf); room > 0 {
+		p.buf = append(p.buf, b[:min(room, len(b))]...)
+	}
+	return p.next.Write(b)
+}
+
+// previewHead returns the first bytes of the body being stored.
+func (st *storing) previewHead() []byte {
+	if st.head != nil {
+		return st.head.buf
+	}
+	return st.bytes
+}
+
+// previewIntro introduces the preview lines after the notice's.
+const previewIntro = "\nIt begins:\n"
+
+// withPreview appends to a stored notice the policy's preview (§13): the
+// first whole lines of a text or JSON body, at most PreviewBytes bytes, so
+// the notice is at most MaxNoticeLen + PreviewBytes bytes and stays
+// byte-identical for the same body and policy. Nothing for binary bodies,
+// or when the first line alone is longer.
+func (p Policy) withPreview(notice string, head []byte, kind string) string {
+	if p.PreviewBytes <= 0 || kind == "binary" {
+		return notice
+	}
+	head = head[:min(int64(len(head)), p.PreviewBytes)]
+	end := bytes.LastIndexByte(head, '\n')
+	if end <= 0 || !utf8.Valid(head[:end]) {
+		return notice
+	}
+	return notice + previewIntro + string(head[:end])
 }

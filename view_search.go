@@ -38,6 +38,9 @@ func (r SearchRequest) compile() (*matcher, error) {
 	if !r.Regex && !r.IgnoreCase {
 		return &matcher{lit: []byte(r.Pattern)}, nil
 	}
+	if !r.Regex && isASCII(r.Pattern) {
+		return newFoldMatcher(r.Pattern), nil
+	}
 	expr := r.Pattern
 	if !r.Regex {
 		expr = regexp.QuoteMeta(expr)
@@ -70,21 +73,90 @@ func (h *Rehydrator) Search(ctx context.Context, req SearchRequest) (*Rehydratio
 	})
 }
 
-// matcher finds the first match in one line: a literal (fast path) or an
-// RE2 expression.
+// matcher finds the first match in one line: a literal (fast path), an
+// ASCII literal regardless of case (fold), or an RE2 expression.
 type matcher struct {
-	lit []byte
-	re  *regexp.Regexp
+	lit  []byte // the literal; lower case when fold
+	fold bool
+	// anchor is the index in lit of the byte a fold search looks for
+	// first (with IndexByte, in its lower and upper case).
+	anchor int
+	lo, up byte
+	re     *regexp.Regexp
 }
 
 func (m *matcher) find(line []byte) int {
-	if m.re == nil {
+	switch {
+	case m.fold:
+		return m.indexFold(line)
+	case m.re == nil:
 		return bytes.Index(line, m.lit)
 	}
 	if loc := m.re.FindIndex(line); loc != nil {
 		return loc[0]
 	}
 	return -1
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
+}
+
+// newFoldMatcher prepares a case-insensitive search for an ASCII literal:
+// it anchors on a byte without case when the pattern has one (a digit or
+// punctuation: one IndexByte scan), else on its last letter (two), and
+// checks each candidate with EqualFold.
+func newFoldMatcher(p string) *matcher {
+	m := &matcher{lit: []byte(strings.ToLower(p)), fold: true, anchor: len(p) - 1}
+	for i := len(p) - 1; i >= 0; i-- {
+		if c := p[i]; c != ' ' && !('a' <= c|0x20 && c|0x20 <= 'z') {
+			m.anchor = i
+			break
+		}
+	}
+	c := m.lit[m.anchor]
+	m.lo, m.up = c, c
+	if 'a' <= c && c <= 'z' {
+		m.up = c - 'a' + 'A'
+	}
+	return m
+}
+
+// indexFold is bytes.Index regardless of ASCII case.
+func (m *matcher) indexFold(s []byte) int {
+	n := len(m.lit)
+	for from := m.anchor; from < len(s); {
+		i := indexEither(s[from:], m.lo, m.up)
+		if i < 0 {
+			return -1
+		}
+		at := from + i - m.anchor
+		if at+n <= len(s) && bytes.EqualFold(s[at:at+n], m.lit) {
+			return at
+		}
+		from += i + 1
+	}
+	return -1
+}
+
+// indexEither returns the first index of a or b in s, or -1.
+func indexEither(s []byte, a, b byte) int {
+	i := bytes.IndexByte(s, a)
+	if a == b {
+		return i
+	}
+	if i >= 0 {
+		s = s[:i]
+	}
+	if j := bytes.IndexByte(s, b); j >= 0 {
+		return j
+	}
+	return i
 }
 
 // overlap is how many bytes of a window are kept when a long line is
@@ -128,6 +200,8 @@ type searchScan struct {
 	curWin   shownLine
 	head     []byte // the first SearchLineBytes of a line longer than the cap
 
+	lineCap int // searchLineCap; smaller in tests
+
 	ring    []shownLine // the last ctxN lines, for before-context
 	after   int         // context lines still to show after a match
 	printed int64       // last line number put into the answer
@@ -136,7 +210,7 @@ type searchScan struct {
 }
 
 func newSearchScan(m *matcher, ctxN int, skip, limit, budget int64) *searchScan {
-	return &searchScan{m: m, ctxN: ctxN, skip: skip, limit: limit, line: 1, curMatch: -1,
+	return &searchScan{m: m, ctxN: ctxN, skip: skip, limit: limit, line: 1, curMatch: -1, lineCap: searchLineCap,
 		fast: m.re == nil && ctxN == 0, page: pager{budget: budget, noun: "matches"}}
 }
 
@@ -155,7 +229,7 @@ func (s *searchScan) scan(off int64, b []byte) error {
 			continue
 		}
 		if s.fast && !s.inItem {
-			j := bytes.Index(b, s.m.lit)
+			j := s.m.find(b)
 			if j < 0 {
 				// No match starts in b: pass its whole lines and carry the
 				// last, partial one (a match may straddle the chunks).
@@ -196,7 +270,7 @@ func (s *searchScan) passLines(b []byte, off int64, upto int) ([]byte, int64) {
 // once it outgrows searchLineCap.
 func (s *searchScan) extend(b []byte) {
 	for len(b) > 0 {
-		room := searchLineCap - len(s.cur)
+		room := s.lineCap - len(s.cur)
 		if room <= 0 {
 			s.slide()
 			continue
@@ -217,6 +291,7 @@ func (s *searchScan) slide() {
 		if j := s.m.find(s.cur); j >= 0 {
 			s.curMatch = s.curBase + int64(j)
 			s.curWin = s.window(s.cur, s.curBase, s.curMatch, -1)
+			s.curWin.win = append([]byte(nil), s.curWin.win...)
 		}
 	}
 	keep := 0
@@ -280,7 +355,7 @@ func (s *searchScan) window(line []byte, base, at, length int64) shownLine {
 	}
 	to := min(int64(len(line)), from+SearchLineBytes)
 	from = max(0, min(from, to-SearchLineBytes))
-	sl.win = append([]byte(nil), line[from:to]...)
+	sl.win = line[from:to] // borrowed: copied where it is kept
 	sl.winOff = base + from
 	sl.cutLine = to-from < int64(len(line)) || base > 0
 	return sl
@@ -308,10 +383,13 @@ func (s *searchScan) emit(sl shownLine, match bool) {
 		return
 	}
 	if s.ctxN > 0 {
-		if len(s.ring) == s.ctxN {
+		var buf []byte
+		if len(s.ring) == s.ctxN { // reuse the oldest line's buffer
+			buf = s.ring[0].win[:0]
 			copy(s.ring, s.ring[1:])
 			s.ring = s.ring[:s.ctxN-1]
 		}
+		sl.win = append(buf, sl.win...)
 		s.ring = append(s.ring, sl)
 	}
 }

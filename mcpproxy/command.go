@@ -27,6 +27,11 @@ const DefaultTerminateDuration = 5 * time.Second
 // like mcp.CommandTransport, with a configurable message size limit. The
 // program's standard error is whatever Cmd.Stderr is (nil discards it).
 //
+// A Proxy reads the program's output as it reads a Stream: ids exactly as
+// written, and a line that is not a JSON-RPC message (or is over the limit)
+// is dropped while the session goes on; a request waiting for the response
+// such a line held gets a JSON-RPC error.
+//
 // Closing the connection closes the program's standard input, waits for it
 // to exit, sends SIGTERM and then SIGKILL if it does not; Close returns the
 // program's exit error (nil for exit status 0).
@@ -65,14 +70,10 @@ func (c *Command) Connect(ctx context.Context) (mcp.Connection, error) {
 	if td <= 0 {
 		td = DefaultTerminateDuration
 	}
-	t := &mcp.IOTransport{
-		// Closing is done through standard input; standard output is
-		// closed by Wait once the program is gone.
-		Reader:        io.NopCloser(stdout),
-		Writer:        &childInput{cmd: c.Cmd, stdin: stdin, grace: td},
-		MaxLineLength: limit,
-	}
-	return t.Connect(ctx)
+	// Closing is done through standard input; standard output is closed by
+	// Wait once the program is gone.
+	in := &childInput{cmd: c.Cmd, stdin: stdin, grace: td}
+	return newLineConn(stdout, in, limit, in.Close), nil
 }
 
 // childInput is the program's standard input; closing it ends the program.

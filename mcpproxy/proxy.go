@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -51,6 +52,7 @@ type Proxy struct {
 	toolsJSON []json.RawMessage // the read tools, served by the proxy itself
 	tmplJSON  json.RawMessage
 	mimes     mimeCache
+	log       *slog.Logger
 }
 
 // NewProxy returns a Proxy that stores oversized blocks with off and serves
@@ -65,6 +67,9 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 		return nil, err
 	}
 	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}}
+	if opts != nil {
+		p.log = opts.Logger
+	}
 	if err := r.setNames(readtools.NamesOf(off.Policy())); err != nil {
 		return nil, err
 	}
@@ -101,8 +106,8 @@ func (p *Proxy) Run(ctx context.Context, upstream, downstream mcp.Transport) err
 		return fmt.Errorf("%w: %w", ErrClient, err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{p: p, ctx: sctx, cancel: cancel, wctx: context.WithoutCancel(ctx), up: up, down: down,
-		pending: map[jsonrpc.ID]*call{}, local: map[jsonrpc.ID]context.CancelFunc{}}
+	s := &session{p: p, ctx: sctx, cancel: cancel, wctx: context.WithoutCancel(ctx), up: wireOf(up), down: wireOf(down),
+		pending: map[string]*call{}, local: map[string]context.CancelFunc{}}
 	return s.run(ctx)
 }
 
@@ -112,17 +117,19 @@ type session struct {
 	ctx    context.Context // cancelled when the session ends
 	cancel context.CancelFunc
 	wctx   context.Context // for writes, which must outlive ctx at shutdown
-	up     mcp.Connection
-	down   mcp.Connection
+	up     wireConn
+	down   wireConn
 
 	mu      sync.Mutex
-	pending map[jsonrpc.ID]*call              // client requests forwarded upstream
-	local   map[jsonrpc.ID]context.CancelFunc // client requests the proxy serves
-	work    sync.WaitGroup                    // local requests and result bounding
+	pending map[string]*call              // by idKey: client requests forwarded upstream
+	local   map[string]context.CancelFunc // by idKey: client requests the proxy serves
+	work    sync.WaitGroup                // local requests and result bounding
+	drops   dropCounts
 }
 
 // call is a client request waiting for the upstream's response.
 type call struct {
+	id     json.RawMessage // the client's id, exactly as sent
 	method string
 	tool   string
 	ctx    context.Context
@@ -174,88 +181,129 @@ func upstreamError(readErr, closeErr error) error {
 	return ErrUpstreamClosed
 }
 
-// readClient forwards the client's messages until its connection ends.
+// readClient forwards the client's messages until its connection ends. A
+// malformed message is answered (when it has an id) or dropped, and the
+// session goes on.
 func (s *session) readClient() error {
 	for {
-		msg, err := s.down.Read(s.ctx)
+		m, err := s.down.readMsg(s.ctx)
+		var bad *badMessage
 		switch {
 		case err == nil:
+		case errors.As(err, &bad):
+			s.drop(fromClient, bad.why)
+			if bad.id != nil {
+				_ = s.down.writeMsg(s.wctx, errorResponse(bad.id, bad.rpcError()))
+			}
+			continue
 		case errors.Is(err, io.EOF) || s.ctx.Err() != nil:
 			return nil
 		default:
 			return fmt.Errorf("%w: %w", ErrClient, err)
 		}
-		switch m := msg.(type) {
-		case *jsonrpc.Request:
-			if m.ID.IsValid() {
-				s.clientRequest(m)
-			} else {
-				s.clientNotification(m)
-			}
-		case *jsonrpc.Response:
-			_ = s.up.Write(s.wctx, m) // the answer to an upstream request
+		switch {
+		case m.isRequest():
+			s.clientRequest(m)
+		case m.isCall():
+			s.clientNotification(m)
+		default:
+			_ = s.up.writeMsg(s.wctx, m) // the answer to an upstream request
 		}
 	}
 }
 
 // readUpstream forwards the upstream's messages until its connection ends.
+// A malformed message is dropped; when it names a request in progress, that
+// request gets an error instead of waiting forever.
 func (s *session) readUpstream() error {
 	for {
-		msg, err := s.up.Read(s.ctx)
-		if err != nil {
+		m, err := s.up.readMsg(s.ctx)
+		var bad *badMessage
+		switch {
+		case err == nil:
+		case errors.As(err, &bad):
+			s.drop(fromUpstream, bad.why)
+			if key, ok := idKey(bad.id); ok {
+				if c := s.take(key); c != nil {
+					c.cancel()
+					s.respond(c.id, nil, upstreamBad(bad))
+				}
+			}
+			continue
+		default:
 			return err
 		}
-		switch m := msg.(type) {
-		case *jsonrpc.Response:
-			s.upstreamResponse(m)
-		case *jsonrpc.Request:
-			_ = s.down.Write(s.wctx, m) // requests and notifications pass
+		if m.isCall() {
+			_ = s.down.writeMsg(s.wctx, m) // requests and notifications pass
+			continue
 		}
+		s.upstreamResponse(m)
 	}
 }
 
-func (s *session) clientRequest(m *jsonrpc.Request) {
-	switch m.Method {
+// upstreamBad is the error a client request gets when the upstream's
+// response to it could not be taken.
+func upstreamBad(bad *badMessage) *jsonrpc.Error {
+	if bad.why == whyTooLarge {
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response exceeds the message size limit"}
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response was not a valid JSON-RPC message"}
+}
+
+func (s *session) clientRequest(m *wmsg) {
+	key, _ := idKey(m.id)
+	s.mu.Lock()
+	_, busy := s.pending[key]
+	_, busyLocal := s.local[key]
+	s.mu.Unlock()
+	if busy || busyLocal {
+		// Never two requests under one id: the answer to one could be
+		// taken for the other's.
+		s.drop(fromClient, whyDup)
+		_ = s.down.writeMsg(s.wctx, errorResponse(m.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "hybridctx: " + whyDup}))
+		return
+	}
+	switch m.name {
 	case methodToolsCall:
 		var p struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		}
-		_ = json.Unmarshal(m.Params, &p) // malformed params go upstream, which answers
+		_ = json.Unmarshal(m.params, &p) // malformed params go upstream, which answers
 		if s.p.read.set.Has(p.Name) {
-			s.serve(m, func(ctx context.Context) (any, error) { return s.p.read.callTool(ctx, p.Name, p.Arguments) })
+			s.serve(m, key, func(ctx context.Context) (any, error) { return s.p.read.callTool(ctx, p.Name, p.Arguments) })
 			return
 		}
-		s.forward(m, p.Name)
+		s.forward(m, key, p.Name)
 	case methodResourcesRead, methodSubscribe, methodUnsubscribe:
 		var p struct {
 			URI string `json:"uri"`
 		}
-		if json.Unmarshal(m.Params, &p) != nil || !isArtifactURI(p.URI) {
-			s.forward(m, "")
+		if json.Unmarshal(m.params, &p) != nil || !isArtifactURI(p.URI) {
+			s.forward(m, key, "")
 			return
 		}
-		if m.Method == methodResourcesRead {
-			s.serve(m, func(ctx context.Context) (any, error) { return s.p.read.readResource(ctx, p.URI) })
+		if m.name == methodResourcesRead {
+			s.serve(m, key, func(ctx context.Context) (any, error) { return s.p.read.readResource(ctx, p.URI) })
 			return
 		}
 		// Stored bodies never change: subscribing is a no-op.
-		s.serve(m, func(context.Context) (any, error) { return struct{}{}, nil })
+		s.serve(m, key, func(context.Context) (any, error) { return struct{}{}, nil })
 	default:
-		s.forward(m, "")
+		s.forward(m, key, "")
 	}
 }
 
-func (s *session) clientNotification(m *jsonrpc.Request) {
-	if m.Method == notifyCancelled {
+func (s *session) clientNotification(m *wmsg) {
+	if m.name == notifyCancelled {
 		var p struct {
-			RequestID any `json:"requestId"`
+			RequestID json.RawMessage `json:"requestId"`
 		}
-		if json.Unmarshal(m.Params, &p) == nil {
-			if id, err := jsonrpc.MakeID(p.RequestID); err == nil {
+		if json.Unmarshal(m.params, &p) == nil {
+			if key, ok := idKey(p.RequestID); ok {
 				s.mu.Lock()
-				stop, local := s.local[id]
-				c := s.pending[id]
+				stop, local := s.local[key]
+				c := s.pending[key]
 				s.mu.Unlock()
 				if local {
 					stop()
@@ -267,83 +315,96 @@ func (s *session) clientNotification(m *jsonrpc.Request) {
 			}
 		}
 	}
-	_ = s.up.Write(s.wctx, m)
+	_ = s.up.writeMsg(s.wctx, m)
 }
 
 // forward sends a client request upstream and remembers it until the
 // response comes back.
-func (s *session) forward(m *jsonrpc.Request, tool string) {
+func (s *session) forward(m *wmsg, key, tool string) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
-	s.pending[m.ID] = &call{method: m.Method, tool: tool, ctx: ctx, cancel: cancel}
+	s.pending[key] = &call{id: m.id, method: m.name, tool: tool, ctx: ctx, cancel: cancel}
 	s.mu.Unlock()
-	if err := s.up.Write(s.wctx, m); err != nil {
-		if c := s.take(m.ID); c != nil {
+	if err := s.up.writeMsg(s.wctx, m); err != nil {
+		if c := s.take(key); c != nil {
 			c.cancel()
-			s.respond(m.ID, nil, errUpstreamGone)
+			s.respond(m.id, nil, errUpstreamGone)
 		}
 	}
 }
 
 // serve answers a client request in the proxy, cancellable by the client.
-func (s *session) serve(m *jsonrpc.Request, fn func(context.Context) (any, error)) {
+// The request never goes upstream, so no upstream message can answer it.
+func (s *session) serve(m *wmsg, key string, fn func(context.Context) (any, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
-	s.local[m.ID] = cancel
+	s.local[key] = cancel
 	s.mu.Unlock()
 	s.work.Add(1)
 	go func() {
 		defer s.work.Done()
 		res, err := fn(ctx)
 		s.mu.Lock()
-		delete(s.local, m.ID)
+		delete(s.local, key)
 		s.mu.Unlock()
 		cancel()
-		s.respond(m.ID, res, err)
+		s.respond(m.id, res, err)
 	}()
 }
 
-func (s *session) take(id jsonrpc.ID) *call {
+// take removes and returns the forwarded request with the id key.
+func (s *session) take(key string) *call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := s.pending[id]
-	delete(s.pending, id)
+	c := s.pending[key]
+	delete(s.pending, key)
 	return c
 }
 
-// upstreamResponse rewrites the responses the proxy changes and passes the
-// rest.
-func (s *session) upstreamResponse(m *jsonrpc.Response) {
-	c := s.take(m.ID)
+// upstreamResponse passes the first response to each forwarded request,
+// rewritten where the proxy changes it, under the client's own id; every
+// other response (a second one, one for a request the proxy serves, one for
+// an id never forwarded) is dropped.
+func (s *session) upstreamResponse(m *wmsg) {
+	key, _ := idKey(m.id)
+	c := s.take(key)
 	if c == nil {
-		_ = s.down.Write(s.wctx, m)
+		s.mu.Lock()
+		_, local := s.local[key]
+		s.mu.Unlock()
+		if local {
+			s.drop(fromUpstream, dropLocal)
+		} else {
+			s.drop(fromUpstream, dropUnknown)
+		}
 		return
 	}
+	m.id = c.id
 	switch c.method {
 	case methodInitialize, methodDiscover:
-		if m.Error == nil {
-			m.Result = withCapabilities(m.Result)
+		if m.err == nil {
+			m.result = withCapabilities(m.result)
 		}
 	case methodToolsList:
 		switch {
-		case isMethodNotFound(m.Error):
-			m.Error, m.Result = nil, localList("tools", s.p.toolsJSON...)
-		case m.Error == nil:
-			m.Result = withReadTools(m.Result, s.p.toolsJSON, s.p.read.set.Has)
+		case isMethodNotFound(m.err):
+			m.err, m.result = nil, localList("tools", s.p.toolsJSON...)
+		case m.err == nil:
+			m.result = withReadTools(m.result, s.p.toolsJSON, s.p.read.set.Has)
 		}
 	case methodTemplatesList:
 		switch {
-		case isMethodNotFound(m.Error):
-			m.Error, m.Result = nil, localList("resourceTemplates", s.p.tmplJSON)
-		case m.Error == nil:
-			m.Result = withTemplate(m.Result, s.p.tmplJSON)
+		case isMethodNotFound(m.err):
+			m.err, m.result = nil, localList("resourceTemplates", s.p.tmplJSON)
+		case m.err == nil:
+			m.result = withTemplate(m.result, s.p.tmplJSON)
 		}
 	case methodResourcesList:
-		if isMethodNotFound(m.Error) {
-			m.Error, m.Result = nil, localList("resources")
+		if isMethodNotFound(m.err) {
+			m.err, m.result = nil, localList("resources")
 		}
 	case methodToolsCall:
-		if m.Error == nil {
+		if m.err == nil {
 			// Bound off the read loop, so other messages keep flowing.
 			s.work.Add(1)
 			go func() {
@@ -354,46 +415,59 @@ func (s *session) upstreamResponse(m *jsonrpc.Response) {
 		}
 	}
 	c.cancel()
-	_ = s.down.Write(s.wctx, m)
+	_ = s.down.writeMsg(s.wctx, m)
 }
 
-func (s *session) boundAndSend(c *call, m *jsonrpc.Response) {
+func (s *session) boundAndSend(c *call, m *wmsg) {
 	defer c.cancel()
-	res, err := s.p.bound.boundWire(c.ctx, hybridctx.Call{Tool: c.tool, ID: fmt.Sprint(m.ID.Raw())}, m.Result)
+	res, err := s.p.bound.boundWire(c.ctx, hybridctx.Call{Tool: c.tool, ID: callID(c.id)}, m.result)
 	if err != nil {
-		m.Result, m.Error = nil, wireError(err)
-	} else {
-		m.Result = res
+		s.respond(c.id, nil, err)
+		return
 	}
-	_ = s.down.Write(s.wctx, m)
+	m.result = res
+	_ = s.down.writeMsg(s.wctx, m)
+}
+
+// callID is a request id as the offload's Call records it: a string id's
+// value, a number as written.
+func callID(id json.RawMessage) string {
+	var str string
+	if len(id) > 0 && id[0] == '"' && json.Unmarshal(id, &str) == nil {
+		return str
+	}
+	return string(id)
 }
 
 // failPending answers every forwarded request that will get no response.
 func (s *session) failPending() {
 	s.mu.Lock()
 	calls := s.pending
-	s.pending = map[jsonrpc.ID]*call{}
+	s.pending = map[string]*call{}
 	s.mu.Unlock()
-	for id, c := range calls {
+	for _, c := range calls {
 		c.cancel()
-		s.respond(id, nil, errUpstreamGone)
+		s.respond(c.id, nil, errUpstreamGone)
 	}
 }
 
-func (s *session) respond(id jsonrpc.ID, result any, err error) {
-	resp := &jsonrpc.Response{ID: id}
+// respond answers the client request with id: result encoded, or err as a
+// JSON-RPC error.
+func (s *session) respond(id json.RawMessage, result any, err error) {
+	m := &wmsg{id: id}
 	if err == nil {
 		raw, merr := json.Marshal(result)
-		if merr != nil {
-			err = merr
-		} else {
-			resp.Result = raw
+		if merr == nil {
+			m.result = raw
 		}
+		err = merr
 	}
 	if err != nil {
-		resp.Error = wireError(err)
+		var we *jsonrpc.Error
+		errors.As(wireError(err), &we)
+		m = errorResponse(id, we)
 	}
-	_ = s.down.Write(s.wctx, resp)
+	_ = s.down.writeMsg(s.wctx, m)
 }
 
 var errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
@@ -412,9 +486,13 @@ func wireError(err error) error {
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: internal error"}
 }
 
-func isMethodNotFound(err error) bool {
-	var we *jsonrpc.Error
-	return errors.As(err, &we) && we.Code == jsonrpc.CodeMethodNotFound
+// isMethodNotFound reports whether a response's error object is
+// "method not found".
+func isMethodNotFound(raw json.RawMessage) bool {
+	var e struct {
+		Code *int64 `json:"code"`
+	}
+	return raw != nil && json.Unmarshal(raw, &e) == nil && e.Code != nil && *e.Code == jsonrpc.CodeMethodNotFound
 }
 
 // mimeCache remembers the MIME types of stored binary payloads, bounded, so

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync/atomic"
 
@@ -39,6 +40,11 @@ type Options struct {
 	// Reporter receives the progress events of the decisions made here
 	// whenever a request's context carries no reporter of its own.
 	Reporter hybridctx.Reporter
+	// Logger, when set, receives one warning per message a Proxy drops or
+	// refuses (a malformed line, a response that answers no request the
+	// proxy forwarded): the side, a categorical reason and a running count,
+	// never the message's content or id.
+	Logger *slog.Logger
 }
 
 func (o *Options) budget() (int64, error) {

@@ -53,6 +53,15 @@ writes into a workspace by accident). The owner of each session is --user
 (default "bench"), --workflow (default "bench-" and a random id, so that
 runs against one workspace stay apart) and the workload's session name.
 
+--questions adds the context-economy benchmark: for every stored result, one
+question with a known answer (the line of a text result holding a token found
+nowhere else in it; the value at a path of a JSON result), answered by a
+scripted model twice: with byte pages of read_artifact only, and with the
+targeted tools (search_artifact, then read_artifact by line when the line was
+cut; query_artifact). "questions" in the report gives, per strategy, calls and
+bytes rehydrated per question (p50, p95, max) and the exact answers. It needs
+a generated workload or a --workload file (it reads the workload twice).
+
 A round trip that does not return the original bytes, or a history that
 breaks its invariant, exits 1 after printing the report.
 `
@@ -63,6 +72,7 @@ type benchFlags struct {
 	threshold int64
 	workload  string
 	emit      string
+	questions bool
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -80,6 +90,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.Int64Var(&o.threshold, "threshold", workload.DefaultThreshold, "largest tool result, in bytes, that stays inline (> 0)")
 	f.StringVar(&o.workload, "workload", "", `replay this JSON Lines workload ("-" for standard input)`)
 	f.StringVar(&o.emit, "emit-workload", "", `write the generated workload as JSON Lines to FILE ("-" for standard output) and exit`)
+	f.BoolVar(&o.questions, "questions", false, "also answer one question per stored result with byte pages and with the targeted tools")
 	return cmd
 }
 
@@ -89,6 +100,7 @@ type benchJSON struct {
 	Workload  benchWorkload  `json:"workload"`
 	Workspace benchWorkspace `json:"workspace"`
 	*workload.Report
+	Questions *workload.QuestionReport `json:"questions,omitempty"`
 }
 
 type benchWorkload struct {
@@ -121,6 +133,8 @@ func (a *app) bench(cmd *cobra.Command, o benchFlags) error {
 		return usagef("--seed and --count shape the generated workload; they do not apply to --workload")
 	case f.Changed("session"):
 		return usagef("--session does not apply to bench: sessions come from the workload")
+	case o.questions && o.workload == "-":
+		return usagef("--questions reads the workload twice: give a --workload file, not standard input")
 	}
 	if o.emit != "" {
 		return a.emitWorkload(o)
@@ -163,6 +177,19 @@ func (a *app) bench(cmd *cobra.Command, o benchFlags) error {
 	case err != nil:
 		return internal("bench", err)
 	}
+	var questions *workload.QuestionReport
+	if o.questions {
+		src2, _, closeSrc2, err := a.benchSource(o)
+		if err != nil {
+			return err
+		}
+		questions, err = workload.AskQuestions(ctx, src2, store, workload.QuestionOptions{
+			Threshold: o.threshold, User: opts.User, Workflow: opts.Workflow})
+		closeSrc2()
+		if err != nil {
+			return internal("bench: questions", err)
+		}
+	}
 	if info.dir != "" {
 		n, err := dirBytes(info.dir)
 		if err != nil {
@@ -170,7 +197,7 @@ func (a *app) bench(cmd *cobra.Command, o benchFlags) error {
 		}
 		info.out.DiskBytes = &n
 	}
-	if err := a.writeJSON(benchJSON{Workload: wl, Workspace: info.out, Report: rep}); err != nil {
+	if err := a.writeJSON(benchJSON{Workload: wl, Workspace: info.out, Report: rep, Questions: questions}); err != nil {
 		return err
 	}
 	switch {

@@ -45,6 +45,7 @@ erased at the end.
 type demoFlags struct {
 	threshold int64
 	budget    int64
+	retrieval retrievalFlags
 }
 
 func (a *app) demoCommand() *cobra.Command {
@@ -58,7 +59,8 @@ func (a *app) demoCommand() *cobra.Command {
 	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.demo(cmd, o) })
 	f := cmd.Flags()
 	f.Int64Var(&o.threshold, "threshold", 4096, "largest tool result, in bytes, that stays inline (> 0)")
-	f.Int64Var(&o.budget, "budget", agent.DefaultBudgetCap, "cap on every read_artifact call, in bytes (> 0)")
+	f.Int64Var(&o.budget, "budget", agent.DefaultBudgetCap, "cap on every read tool call, in bytes (> 0)")
+	o.retrieval.register(f, false)
 	return cmd
 }
 
@@ -100,6 +102,9 @@ func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
 	}
 	if o.threshold > maxThreshold {
 		return usagef("--threshold must be at most %d bytes (64 MiB)", int64(maxThreshold))
+	}
+	if err := o.retrieval.apply(&hybridctx.Policy{}); err != nil {
+		return err
 	}
 	owner, err := a.demoOwner(cmd)
 	if err != nil {
@@ -168,7 +173,11 @@ type demoRun struct {
 }
 
 func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
-	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold}, nil)
+	policy := hybridctx.Policy{InlineThreshold: o.threshold}
+	if err := o.retrieval.apply(&policy); err != nil {
+		return nil, err
+	}
+	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -180,17 +189,18 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	read, err := agent.NewReadTool(reh, &agent.ReadToolOptions{BudgetCap: o.budget})
+	tools, err := agent.NewReadTools(reh, &agent.ReadToolOptions{BudgetCap: o.budget})
 	if err != nil {
 		return nil, err
 	}
+	read := tools.Read()
 	r := &demoRun{}
 	delegate, err := agent.DelegateTool(agent.DelegateOptions{
 		AgentID:     demoSubAgent,
 		Description: "Hand a task to a research sub-agent that can read the test report.",
 		New: func(_ context.Context, task string) (*agent.Loop, *agent.History, error) {
-			loop, err := agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoSubScript(read.Name())...),
-				Middleware: mw, Tools: demoSubTools(), ReadTool: read})
+			loop, err := agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoSubScript(tools.Query().Name())...),
+				Middleware: mw, Tools: append(demoSubTools(), tools.Search().Tool(), tools.Query().Tool()), ReadTool: read})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -207,8 +217,8 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.root, err = agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoRootScript(read.Name())...),
-		Middleware: mw, Tools: append(demoTools(), delegate), ReadTool: read})
+	r.root, err = agent.NewLoop(agent.Config{Model: agent.NewScriptedModel(demoRootScript(read.Name(), tools.Search().Name())...),
+		Middleware: mw, Tools: append(demoTools(), delegate, tools.Search().Tool(), tools.Query().Tool()), ReadTool: read})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -69,8 +71,11 @@ func demoReport(n int) []demoSuite {
 }
 
 func jsonArgs(v any) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
 }
 
 var objectSchema = json.RawMessage(`{"type":"object"}`)
@@ -120,32 +125,51 @@ func demoSubTools() []agent.Tool {
 	}}
 }
 
-// readTail is a step reading the last n bytes of the newest stored result,
-// as a model would after reading the size on the notice's second line.
-func readTail(tool string, n int64) agent.Step {
+// onLatest is a step calling tool with args plus the newest stored
+// result's reference, saying why, as a model would after reading a notice.
+func onLatest(tool, why string, args map[string]any) agent.Step {
 	return func(h []agent.Message) (agent.Reply, error) {
 		ref, ok := agent.LatestReference(h)
 		if !ok {
 			return agent.Reply{}, agent.ErrNoReference
 		}
-		size := int64(0)
-		for i := len(h) - 1; i >= 0; i-- {
-			if first, rest, _ := strings.Cut(h[i].Content, "\n"); first == ref.String() {
-				size, _ = strconv.ParseInt(strings.SplitN(rest, " ", 2)[0], 10, 64)
-				break
-			}
+		a := map[string]any{"reference": ref.String()}
+		for k, v := range args {
+			a[k] = v
 		}
-		return agent.Reply{Content: "Reading the end of the log, where builds fail.",
-			ToolCalls: []agent.ToolCall{{Name: tool, Arguments: agent.ReadArguments(ref.String(), max(0, size-n), n, 0)}}}, nil
+		return agent.Reply{Content: why, ToolCalls: []agent.ToolCall{{Name: tool, Arguments: jsonArgs(a)}}}, nil
 	}
 }
 
-// demoRootScript is the root agent's script.
-func demoRootScript(read string) []agent.Step {
+var matchLine = regexp.MustCompile(`(?m)^(\d+):`)
+
+// readAroundMatch is a step reading, with the read tool's line mode, the
+// lines around the first match the last search answered with.
+func readAroundMatch(read string, before, count int64) agent.Step {
+	return func(h []agent.Message) (agent.Reply, error) {
+		var line int64
+		for i := len(h) - 1; i >= 0 && line == 0; i-- {
+			if h[i].Role == agent.RoleTool {
+				if m := matchLine.FindStringSubmatch(h[i].Content); m != nil {
+					line, _ = strconv.ParseInt(m[1], 10, 64)
+				}
+			}
+		}
+		if line == 0 {
+			line = before + 1 // the search was refused: read from the start
+		}
+		return onLatest(read, "Reading the lines around the error.",
+			map[string]any{"start_line": max(1, line-before), "line_count": count})(h)
+	}
+}
+
+// demoRootScript is the root agent's script: it finds the failing line by
+// searching the stored log, not by paging through it.
+func demoRootScript(read, search string) []agent.Step {
 	return []agent.Step{
 		agent.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
-		readTail(read, 1024),
-		agent.ReadLatest(read, 0, 0, 0), // the whole log: over budget, the model learns to page
+		onLatest(search, "Searching the stored log for the error.", map[string]any{"pattern": "error", "context_lines": 1}),
+		readAroundMatch(read, 5, 9),
 		agent.CallTool("ticket", jsonArgs(map[string]string{"id": "BUILD-1423"})),
 		agent.CallTool("delegate", jsonArgs(map[string]string{"task": demoTask})),
 		agent.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})), // again: existing reference
@@ -153,11 +177,13 @@ func demoRootScript(read string) []agent.Step {
 	}
 }
 
-// demoSubScript is the sub-agent's script.
-func demoSubScript(read string) []agent.Step {
+// demoSubScript is the sub-agent's script: it asks the stored JSON report
+// for the failing suites.
+func demoSubScript(query string) []agent.Step {
 	return []agent.Step{
 		agent.CallTool("test_report", jsonArgs(map[string]int{"suites": demoSuites})),
-		agent.ReadLatest(read, 0, 2048, 2048),
+		onLatest(query, "Querying the report for the failing suites.",
+			map[string]any{"filter": ".[] | select(.failures > 0) | {name, failure}"}),
 		agent.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, " +
 			"each with \"link step failed: ld killed by signal 9\"; every other suite passed."),
 	}

@@ -4,12 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/hybridctx/hybridctx"
@@ -38,8 +38,12 @@ resource_link to artifact://sha256/<hex>; stored structuredContent is
 removed, and tools/list loses outputSchema so clients accept the bounded
 results. Smaller blocks pass unchanged.
 
-The proxy adds the tool read_artifact {reference, offset?, length?,
-max_bytes?} (budget: min(max_bytes, --budget)) and serves resources/read of
+The proxy adds the read tools, served by itself: read_artifact {reference,
+offset?, length? | start_line, line_count?, max_bytes?}, search_artifact and
+query_artifact (budget: min(max_bytes, --budget)); --tool-threshold NAME=N
+(repeatable) sets one tool's inline threshold, --preview-bytes N adds the
+first lines of a text result to its notice, --query-max-bytes bounds the
+bodies query_artifact parses. It serves resources/read of
 artifact:// URIs (the whole body must fit --budget). Categorical outcomes
 come back as isError tool results saying what to do next.
 
@@ -54,6 +58,15 @@ server's standard error passes to this process's standard error. When the
 server exits or crashes while the client is connected, the waiting requests
 get an error, and the proxy exits 1 with one line on standard error.
 
+Malformed messages never end the session: a line from the client that is not
+JSON-RPC 2.0, or is over --max-message, is answered with a JSON-RPC error
+(-32700 or -32600) when it carries an id, else dropped; from the server, such
+a line is dropped (a request it answered gets an error). Only the first
+response to each forwarded request reaches the client: a second one, one for
+a request the proxy answers itself, or one for an id never sent is dropped.
+Each drop is one warning line on standard error (side, reason, count; never
+content). Request ids are answered exactly as the client wrote them.
+
 Example MCP client configuration:
   {"command": "hybridctx", "args": ["mcp", "--workspace", "/home/ada/.hybridctx",
    "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/src"]}
@@ -62,6 +75,7 @@ Example MCP client configuration:
 type mcpFlags struct {
 	threshold, budget, maxBytes int64
 	maxMessage                  int
+	retrieval                   retrievalFlags
 }
 
 func (a *app) mcpCommand() *cobra.Command {
@@ -77,7 +91,8 @@ func (a *app) mcpCommand() *cobra.Command {
 	f.Int64Var(&o.threshold, "threshold", DefaultMCPThreshold, "largest content block, in bytes, that stays inline (> 0)")
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
-	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server, in bytes (> 0)")
+	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server or the client, in bytes (> 0); a larger one gets a JSON-RPC error")
+	o.retrieval.register(f, true)
 	return cmd
 }
 
@@ -113,22 +128,27 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	if err != nil {
 		return usagef("%v", err)
 	}
-	off, err := hybridctx.NewOffloader(binding, hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}, nil)
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
+	if err := o.retrieval.apply(&policy); err != nil {
+		return err
+	}
+	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)
 	}
-	reh, err := hybridctx.NewRehydrator(binding, nil)
+	reh, err := hybridctx.NewRehydrator(binding, o.retrieval.rehydratorOptions())
 	if err != nil {
 		return internal("mcp", err)
 	}
-	proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep})
+	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger})
 	if err != nil {
 		return usagef("%v", err)
 	}
 	server := exec.Command(args[0], args[1:]...)
 	server.Stderr = a.env.Stderr
 	upstream := &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage}
-	client := &mcp.IOTransport{Reader: io.NopCloser(a.env.Stdin), Writer: nopWriteCloser{a.env.Stdout}}
+	client := &mcpproxy.Stream{Reader: a.env.Stdin, Writer: a.env.Stdout, MaxMessageBytes: o.maxMessage}
 	err = proxy.Run(ctx, upstream, client)
 	switch {
 	case err == nil:
@@ -205,9 +225,3 @@ func writeRunSummary(w io.Writer, s runSummary) {
 	}
 	_, _ = w.Write(append(b, '\n'))
 }
-
-// nopWriteCloser is standard output for the client transport: closing the
-// connection must not close the process's standard output.
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }

@@ -260,3 +260,27 @@ func TestMCPUsageErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPBadClientInput(t *testing.T) {
+	bin := mcpServerBin(t)
+	r := startMCP(t, nil, "mcp", "--workspace", newWorkspace(t), "--max-message", "65536", "--", bin)
+	in := r.stdin.(io.Writer)
+	for _, l := range []string{"not json SECRET-1", "[]", "42", `{"id":"x-1","method":"ping"}`,
+		`{"jsonrpc":"2.0","id":"x-2","method":"tools/call","params":{"arguments":{"a":"SECRET-2` + strings.Repeat("a", 100000) + `"}}}`} {
+		if _, err := io.WriteString(in, l+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The session goes on, and takes messages up to --max-message.
+	res := r.call(t, "echo", map[string]any{"text": strings.Repeat("b", 40000)})
+	if res.IsError {
+		t.Fatalf("after bad input: %v", res)
+	}
+	if code := r.stop(t); code != 0 {
+		t.Fatalf("exit %d; stderr %s", code, r.stderr.String())
+	}
+	logged := r.stderr.String()
+	if n := strings.Count(logged, "message dropped"); n != 5 || strings.Contains(logged, "SECRET") || strings.Contains(logged, "x-1") {
+		t.Fatalf("%d drops logged:\n%s", n, logged)
+	}
+}

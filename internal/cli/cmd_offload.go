@@ -42,6 +42,7 @@ type offloadFlags struct {
 	maxBytes  int64
 	tool      string
 	callID    string
+	retrieval retrievalFlags
 }
 
 func (a *app) offloadCommand() *cobra.Command {
@@ -58,6 +59,7 @@ func (a *app) offloadCommand() *cobra.Command {
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest result, in bytes, that is stored (0 = 1 GiB)")
 	f.StringVar(&o.tool, "tool", "cli", "tool name recorded with the result")
 	f.StringVar(&o.callID, "call-id", "", "call id recorded with the result (default: random)")
+	o.retrieval.register(f, false)
 	return cmd
 }
 
@@ -91,6 +93,9 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 		return usagef("--threshold %d exceeds the largest storable result (%d bytes, --max-bytes)", o.threshold, limit)
 	}
 	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes}
+	if err := o.retrieval.apply(&policy); err != nil {
+		return err
+	}
 	if err := policy.Validate(); err != nil {
 		return usagef("%v", err)
 	}

@@ -3,9 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/base64"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/readtools"
@@ -235,4 +237,48 @@ func viewRefusal(r *hybridctx.Rehydration) string {
 // note prints one line on standard error.
 func (a *app) note(msg string) {
 	_, _ = a.env.Stderr.Write([]byte("hybridctx: " + oneLine(msg) + "\n"))
+}
+
+// retrievalFlags are the §13 policy flags: --preview-bytes (offload, mcp,
+// demo) and, for the proxy, --tool-threshold NAME=N (repeatable) and
+// --query-max-bytes.
+type retrievalFlags struct {
+	preview        int64
+	toolThresholds []string
+	queryMaxBytes  int64
+}
+
+func (r *retrievalFlags) register(f *pflag.FlagSet, proxy bool) {
+	f.Int64Var(&r.preview, "preview-bytes", 0, "add the body's first whole lines, at most N bytes, to the notice (0: none)")
+	if proxy {
+		f.StringArrayVar(&r.toolThresholds, "tool-threshold", nil, "NAME=N: the inline threshold for tool NAME's results (repeatable)")
+		f.Int64Var(&r.queryMaxBytes, "query-max-bytes", hybridctx.DefaultQueryMaxBytes, "largest body query_artifact runs a filter over")
+	}
+}
+
+// apply sets the flags' policy fields, or returns a usage error.
+func (r *retrievalFlags) apply(p *hybridctx.Policy) error {
+	if r.preview < 0 || r.preview > hybridctx.MaxPreviewBytes {
+		return usagef("--preview-bytes must be 0 to %d", hybridctx.MaxPreviewBytes)
+	}
+	if r.queryMaxBytes < 0 {
+		return usagef("--query-max-bytes must be >= 0")
+	}
+	p.PreviewBytes = r.preview
+	for _, kv := range r.toolThresholds {
+		name, num, ok := strings.Cut(kv, "=")
+		n, err := strconv.ParseInt(num, 10, 64)
+		if !ok || strings.TrimSpace(name) == "" || err != nil || n <= 0 {
+			return usagef("--tool-threshold takes NAME=N with N > 0")
+		}
+		if p.ToolThresholds == nil {
+			p.ToolThresholds = map[string]int64{}
+		}
+		p.ToolThresholds[name] = n
+	}
+	return nil
+}
+
+func (r *retrievalFlags) rehydratorOptions() *hybridctx.RehydratorOptions {
+	return &hybridctx.RehydratorOptions{QueryMaxBytes: r.queryMaxBytes}
 }

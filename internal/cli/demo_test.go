@@ -28,14 +28,16 @@ func TestDemoText(t *testing.T) {
 	}
 	for _, want := range []string{
 		"hybridctx    tool [offloaded]          artifact://sha256/",
-		"hybridctx    tool [recovered]          [ld] error: linker command failed",
-		"hybridctx    tool [error]              hybridctx: over_budget (budget_exceeded): the range is 1058471 bytes, the budget 65536",
+		"search_artifact {\"context_lines\":1,\"pattern\":\"error\"",
+		"hybridctx    tool [recovered]          19997:[ld] error: linker command failed",
+		"read_artifact {\"line_count\":9,",
 		"hybridctx    tool [existing_reference] artifact://sha256/",
 		"researcher-1 tool [offloaded]",
+		"query_artifact {\"filter\":\".[] | select(.failures > 0) | {name, failure}\"",
 		"2 agents, 10 model turns, 8 tool calls",
-		"offload      inline 4, offloaded 2, existing_reference 1\n",
-		"rehydration  resolved 2, over_budget 1\n",
-		"3,072 rehydrated",
+		"offload      inline 5, offloaded 2, existing_reference 1\n",
+		"rehydration  resolved 3\n",
+		"977 rehydrated",
 		"invariant    ok",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -100,8 +102,8 @@ func demoJSONRun(t *testing.T, args ...string) demoOut {
 func TestDemoJSONAndRepeat(t *testing.T) {
 	ws := newWorkspace(t)
 	first := demoJSONRun(t, "--workspace", ws, "--session", "fixed", "--run-id", "run-a")
-	if first.RunID != "run-a" || first.Turns != 10 || first.ToolCalls != 8 || first.Summary.Events != 10 || first.Summary.Agents != 2 ||
-		first.Summary.Rehydrated != 3072 || !strings.HasPrefix(first.Final, "The nightly build failed because the linker ran out of memory") {
+	if first.RunID != "run-a" || first.Turns != 10 || first.ToolCalls != 8 || first.Summary.Events != 11 || first.Summary.Agents != 2 ||
+		first.Summary.Rehydrated != 977 || !strings.HasPrefix(first.Final, "The nightly build failed because the linker ran out of memory") {
 		t.Fatalf("first run %+v", first)
 	}
 	if first.History.Bytes*100 > first.History.WithoutOffload || first.Summary.Outcomes["offloaded"] != 2 {
@@ -122,7 +124,7 @@ func TestDemoEvents(t *testing.T) {
 		t.Fatal("the owner reached the output")
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if len(lines) != 10 {
+	if len(lines) != 11 {
 		t.Fatalf("%d event lines:\n%s", len(lines), r.stderr)
 	}
 	children := 0
@@ -201,8 +203,8 @@ func TestStatusLine(t *testing.T) {
 	}
 	st.clear()
 	out := buf.String()
-	if strings.Count(out, "\r\x1b[K") != 11 || strings.Contains(out, "\n") || !strings.HasSuffix(out, "rehydrated\r\x1b[K") ||
-		!strings.Contains(out, "hybridctx demo · researcher-1 · 6 decisions") {
+	if strings.Count(out, "\r\x1b[K") != 12 || strings.Contains(out, "\n") || !strings.HasSuffix(out, "rehydrated\r\x1b[K") ||
+		!strings.Contains(out, "hybridctx demo · researcher-1 · 8 decisions") {
 		t.Fatalf("status output %q", out)
 	}
 }

@@ -155,3 +155,47 @@ func TestQueryCommand(t *testing.T) {
 		t.Fatalf("json %q %q", js.stdout, js.stderr)
 	}
 }
+
+func TestRetrievalPolicyFlags(t *testing.T) {
+	ws := newWorkspace(t)
+	r := withInput(t, cliLog(50), host(ws, "offload", "--threshold", "16", "--preview-bytes", "40")...)
+	wantCode(t, r, ExitOK)
+	if !strings.HasSuffix(r.stdout, "\nIt begins:\n00001 request ok\n00002 request ok\n") {
+		t.Fatalf("preview %q", r.stdout)
+	}
+	for _, args := range [][]string{
+		{"offload", "--threshold", "16", "--preview-bytes", "-1"},
+		{"offload", "--threshold", "16", "--preview-bytes", "5000"},
+		{"mcp", "--tool-threshold", "noequals", "--", "true"},
+		{"mcp", "--tool-threshold", "x=0", "--", "true"},
+		{"mcp", "--tool-threshold", "=5", "--", "true"},
+		{"mcp", "--query-max-bytes", "-1", "--", "true"},
+		{"demo", "--preview-bytes", "-3", "--workspace", "mem://"},
+	} {
+		r := withInput(t, []byte("x"), host(ws, args...)...)
+		wantCode(t, r, ExitUsage)
+	}
+}
+
+func TestBenchQuestions(t *testing.T) {
+	r := run(t, "bench", "--questions", "--count", "60", "--workspace", "mem://")
+	wantCode(t, r, ExitOK)
+	var v struct {
+		Questions struct {
+			Questions int `json:"questions"`
+			Tools     struct {
+				Calls struct{ P95 int64 } `json:"calls"`
+				Bytes struct{ P95 int64 } `json:"bytes"`
+				Exact float64             `json:"exact_percent"`
+			} `json:"targeted_tools"`
+			Pages struct {
+				Exact float64 `json:"exact_percent"`
+			} `json:"byte_pages"`
+		} `json:"questions"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Questions.Questions == 0 || v.Questions.Tools.Exact != 100 ||
+		v.Questions.Tools.Calls.P95 > 2 || v.Questions.Tools.Bytes.P95 > 4096 || v.Questions.Pages.Exact != 100 {
+		t.Fatalf("%v %s", err, r.stdout)
+	}
+	wantCode(t, withInput(t, []byte(""), "bench", "--questions", "--workload", "-"), ExitUsage)
+}

@@ -1,0 +1,142 @@
+package mcpproxy
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// maxIDBytes bounds the id the scanner keeps; a longer one is not used.
+const maxIDBytes = 1024
+
+// idScanner finds the top-level "id" of a JSON object fed to it in pieces,
+// in constant memory, without validating the rest: it lets the proxy answer
+// a message it cannot take whole (over the size limit, or not valid JSON).
+type idScanner struct {
+	depth     int
+	inStr     bool
+	esc       bool
+	state     uint8
+	key       []byte // the current top-level key, while it may be "id"
+	keyIsID   bool
+	capturing bool
+	val       []byte
+	id        json.RawMessage
+	done      bool
+}
+
+// States at depth 1.
+const (
+	scanKey     uint8 = iota // before a key or the closing brace
+	scanInKey                // inside a key
+	scanColon                // after a key
+	scanValue                // after the colon
+	scanInValue              // inside a value
+)
+
+// feed scans the next bytes of the message.
+func (s *idScanner) feed(p []byte) {
+	for _, c := range p {
+		if s.done {
+			return
+		}
+		if s.capturing {
+			s.val = append(s.val, c)
+			if len(s.val) > maxIDBytes+1 {
+				s.capturing, s.val = false, nil
+			}
+		}
+		if s.inStr {
+			switch {
+			case s.esc:
+				s.esc = false
+			case c == '\\':
+				s.esc = true
+			case c == '"':
+				s.inStr = false
+				if s.depth == 1 && s.state == scanInKey {
+					s.state = scanColon
+					s.keyIsID = string(s.key) == "id"
+				}
+				continue
+			}
+			if s.depth == 1 && s.state == scanInKey && len(s.key) < 3 {
+				s.key = append(s.key, c)
+			} else if s.depth == 1 && s.state == scanInKey {
+				s.key = append(s.key[:0], 'x', 'x', 'x')
+			}
+			continue
+		}
+		s.token(c)
+	}
+}
+
+// token handles one byte outside strings.
+func (s *idScanner) token(c byte) {
+	switch c {
+	case ' ', '\t', '\n', '\r':
+		return
+	case '"':
+		s.inStr = true
+		switch {
+		case s.depth == 1 && s.state == scanKey:
+			s.state, s.key = scanInKey, s.key[:0]
+		case s.depth == 1 && s.state == scanValue:
+			s.startValue(c)
+		}
+	case '{', '[':
+		if s.depth == 0 {
+			s.depth, s.state, s.done = 1, scanKey, c != '{'
+			return
+		}
+		if s.depth == 1 && s.state == scanValue {
+			s.startValue(c)
+		}
+		s.depth++
+	case '}', ']':
+		s.depth--
+		if s.depth == 0 {
+			s.endValue()
+			s.done = true
+		}
+	case ':':
+		if s.depth == 1 && s.state == scanColon {
+			s.state = scanValue
+		}
+	case ',':
+		if s.depth == 1 {
+			s.endValue()
+			s.state = scanKey
+		}
+	default:
+		if s.depth == 1 && s.state == scanValue {
+			s.startValue(c)
+		}
+	}
+}
+
+func (s *idScanner) startValue(c byte) {
+	s.state = scanInValue
+	if s.keyIsID {
+		s.capturing, s.val = true, append(s.val[:0], c)
+	}
+}
+
+// endValue ends a top-level value at its terminating ',' or '}'.
+func (s *idScanner) endValue() {
+	if !s.capturing {
+		return
+	}
+	s.capturing = false
+	v := bytes.TrimSpace(s.val[:len(s.val)-1])
+	if _, ok := idKey(v); ok {
+		s.id = append(json.RawMessage(nil), v...)
+	}
+}
+
+// scanID returns the top-level id of a (possibly malformed) JSON object
+// when it is a string or a number, else nil.
+func scanID(line []byte) json.RawMessage {
+	var s idScanner
+	s.feed(line)
+	return s.id
+}
