@@ -1,0 +1,166 @@
+// Package genkit adapts hybridctx to Firebase Genkit for Go
+// (github.com/firebase/genkit/go): Middleware is an ai.ModelMiddleware
+// that bounds every tool response before the model sees it, and ReadTools
+// are the read tools as Genkit tools.
+//
+// Genkit runs tools itself and hands their outputs to the model in the
+// next request, so the bound sits at the model's input: each tool
+// response's output is decided once with the Offloader, and a stored one is
+// replaced, in the conversation itself, by the bounded notice (the part is
+// marked so later turns do not decide it again). A tool's error ends
+// Generate with an error for the host; Genkit never sends it to the model.
+// Multipart tool responses' extra content parts are not bounded.
+//
+// It lives in its own module so that the hybridctx core does not depend on
+// Genkit.
+package genkit
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/firebase/genkit/go/ai"
+	"github.com/firebase/genkit/go/core"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
+	"github.com/hybridctx/hybridctx/readtools"
+)
+
+// MetadataKey marks, in a tool response part's metadata, a response the
+// middleware has decided; its value is the reference when stored, else "".
+const MetadataKey = "hybridctx"
+
+// Options tune the middleware and the read tools. A nil *Options means
+// defaults.
+type Options struct {
+	// Budget caps every read; 0 means the read tools' default.
+	Budget int64
+	// Names overrides the read tools' names; empty names keep those of the
+	// Offloader's policy (Middleware) or the defaults (ReadTools). The read
+	// tool's must be the one the notices name.
+	Names readtools.Names
+	// OnDecision, when set, receives every offload decision with the tool
+	// name it decided, for the host (the model sees only the notice).
+	OnDecision func(ctx context.Context, tool string, out *hybridctx.Offload)
+}
+
+// ErrNilRehydrator is returned by ReadTools for a nil Rehydrator.
+var ErrNilRehydrator = adaptkit.ErrNilRehydrator
+
+// Middleware returns a model middleware bounding tool responses:
+//
+//	genkit.Generate(ctx, g, ai.WithTools(tools...), ai.WithMiddleware(hybridgenkit.Middleware(off, nil)), ...)
+//
+// Every tool response in the request not yet decided (and not from a read
+// tool) is decided with off: kept when inline, its output replaced by the
+// bounded notice (a string) when stored, by the categorical notice when
+// the decision failed. off must not be nil.
+func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
+	if off == nil {
+		panic("genkit.Middleware: nil Offloader")
+	}
+	var names readtools.Names
+	var hook func(context.Context, string, *hybridctx.Offload)
+	if opts != nil {
+		names, hook = opts.Names, opts.OnDecision
+	}
+	n := adaptkit.NamesFor(off, names)
+	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
+		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
+	return func(next core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk]) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
+		return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+			for _, m := range req.Messages {
+				if m == nil {
+					continue
+				}
+				for i, p := range m.Content {
+					if p == nil || !p.IsToolResponse() || p.ToolResponse == nil || reads[p.ToolResponse.Name] {
+						continue
+					}
+					if _, done := p.Metadata[MetadataKey]; done {
+						continue
+					}
+					np, err := decide(ctx, off, hook, p)
+					if err != nil {
+						return nil, err
+					}
+					m.Content[i] = np
+				}
+			}
+			return next(ctx, req, cb)
+		}
+	}
+}
+
+// decide returns p decided: a copy marked with MetadataKey, its output
+// replaced unless inline.
+func decide(ctx context.Context, off *hybridctx.Offloader, hook func(context.Context, string, *hybridctx.Offload), p *ai.Part) (*ai.Part, error) {
+	tr := *p.ToolResponse
+	r, err := adaptkit.Decide(ctx, off, hybridctx.Call{Tool: tr.Name, ID: tr.Ref}, tr.Output)
+	if err != nil {
+		return nil, err
+	}
+	ref := ""
+	if o := r.Offload; o != nil {
+		if hook != nil {
+			hook(ctx, tr.Name, o)
+		}
+		if !o.Ref.IsZero() {
+			ref = o.Ref.String()
+		}
+	}
+	if r.Offload == nil || r.Offload.Outcome() != hybridctx.Inline {
+		tr.Output = r.Text
+	}
+	np := *p
+	np.ToolResponse = &tr
+	np.Metadata = make(map[string]any, len(p.Metadata)+1)
+	for k, v := range p.Metadata {
+		np.Metadata[k] = v
+	}
+	np.Metadata[MetadataKey] = ref
+	return &np, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// ReadTools returns the read tools over reh (read_artifact,
+// search_artifact, query_artifact) as Genkit tools, to pass with
+// ai.WithTools. Each returns the exact answer, or the categorical refusal
+// text, as its string output; its error is non-nil only for a cancelled
+// context. Invalid names are an error wrapping hybridctx.ErrInvalidPolicy.
+func ReadTools(reh *hybridctx.Rehydrator, opts *Options) ([]ai.ToolRef, error) {
+	var names readtools.Names
+	var budget int64
+	if opts != nil {
+		names, budget = opts.Names, opts.Budget
+	}
+	set, err := adaptkit.NewReads(reh, names, budget)
+	if err != nil {
+		return nil, err
+	}
+	var out []ai.ToolRef
+	for _, d := range set.Tools() {
+		var schema map[string]any
+		if err := json.Unmarshal(d.InputSchema, &schema); err != nil {
+			return nil, err
+		}
+		name := d.Name
+		out = append(out, ai.NewTool(name, strings.TrimSpace(d.Description),
+			func(tc *ai.ToolContext, input any) (string, error) {
+				r, _ := adaptkit.Read(tc, set, name, adaptkit.RawArgs(input))
+				if err := tc.Err(); err != nil {
+					return "", err
+				}
+				return r.Text, nil
+			}, ai.WithInputSchema(schema)))
+	}
+	return out, nil
+}

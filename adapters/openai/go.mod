@@ -1,0 +1,20 @@
+module github.com/hybridctx/hybridctx/adapters/openai
+
+go 1.26.0
+
+require (
+	github.com/hybridctx/hybridctx v0.0.0
+	github.com/openai/openai-go/v3 v3.98.0
+)
+
+require (
+	github.com/coder/websocket v1.8.15 // indirect
+	github.com/itchyny/gojq v0.12.20 // indirect
+	github.com/itchyny/timefmt-go v0.1.9 // indirect
+	github.com/tidwall/gjson v1.20.0 // indirect
+	github.com/tidwall/match v1.1.1 // indirect
+	github.com/tidwall/pretty v1.2.1 // indirect
+	github.com/tidwall/sjson v1.2.5 // indirect
+)
+
+replace github.com/hybridctx/hybridctx => ../..
