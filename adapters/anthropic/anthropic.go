@@ -35,7 +35,7 @@ type Options struct {
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice). It
 	// runs on the goroutine that called Handle.
-	OnDecision func(ctx context.Context, tool string, out *hybridctx.Offload)
+	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
 }
 
 // ErrNilOffloader is returned by New for a nil Offloader.
@@ -49,7 +49,7 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 type Handler struct {
 	off   *hybridctx.Offloader
 	reads *readtools.Set
-	hook  func(context.Context, string, *hybridctx.Offload)
+	hook  func(context.Context, string, *hybridctx.OffloadResult)
 	tools []sdk.ToolUnionParam
 }
 

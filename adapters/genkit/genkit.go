@@ -43,7 +43,7 @@ type Options struct {
 	Names readtools.Names
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice).
-	OnDecision func(ctx context.Context, tool string, out *hybridctx.Offload)
+	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
 }
 
 // ErrNilRehydrator is returned by ReadTools for a nil Rehydrator.
@@ -62,7 +62,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 		panic("genkit.Middleware: nil Offloader")
 	}
 	var names readtools.Names
-	var hook func(context.Context, string, *hybridctx.Offload)
+	var hook func(context.Context, string, *hybridctx.OffloadResult)
 	if opts != nil {
 		names, hook = opts.Names, opts.OnDecision
 	}
@@ -96,7 +96,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 
 // decide returns p decided: a copy marked with MetadataKey, its output
 // replaced unless inline.
-func decide(ctx context.Context, off *hybridctx.Offloader, hook func(context.Context, string, *hybridctx.Offload), p *ai.Part) (*ai.Part, error) {
+func decide(ctx context.Context, off *hybridctx.Offloader, hook func(context.Context, string, *hybridctx.OffloadResult), p *ai.Part) (*ai.Part, error) {
 	tr := *p.ToolResponse
 	r, err := adaptkit.Decide(ctx, off, hybridctx.Call{Tool: tr.Name, ID: tr.Ref}, tr.Output)
 	if err != nil {

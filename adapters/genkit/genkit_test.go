@@ -156,7 +156,7 @@ func TestOtherOwnerRefused(t *testing.T) {
 func TestMiddlewareParts(t *testing.T) {
 	env := adapttest.New(t, nil)
 	var decisions int
-	mw := hybridgenkit.Middleware(env.Off, &hybridgenkit.Options{OnDecision: func(context.Context, string, *hybridctx.Offload) { decisions++ }})
+	mw := hybridgenkit.Middleware(env.Off, &hybridgenkit.Options{OnDecision: func(context.Context, string, *hybridctx.OffloadResult) { decisions++ }})
 	var seen *ai.ModelRequest
 	next := mw(func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 		seen = req

@@ -44,7 +44,7 @@ type Options struct {
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice). It
 	// runs on the tool-call goroutine.
-	OnDecision func(ctx context.Context, tool string, out *hybridctx.Offload)
+	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
 }
 
 // readSlot lets the read tools mark their own results, through the call's
@@ -76,7 +76,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) server.ToolHandlerMiddl
 	if off == nil {
 		panic("mcpgo.Middleware: nil Offloader")
 	}
-	var hook func(context.Context, string, *hybridctx.Offload)
+	var hook func(context.Context, string, *hybridctx.OffloadResult)
 	if opts != nil {
 		hook = opts.OnDecision
 	}
@@ -105,7 +105,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) server.ToolHandlerMiddl
 // bounder decides the blocks of one result.
 type bounder struct {
 	off  *hybridctx.Offloader
-	hook func(context.Context, string, *hybridctx.Offload)
+	hook func(context.Context, string, *hybridctx.OffloadResult)
 	tool string
 	call hybridctx.Call
 }

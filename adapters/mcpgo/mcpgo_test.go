@@ -233,7 +233,7 @@ func TestBadInput(t *testing.T) {
 func TestCancelled(t *testing.T) {
 	env := adapttest.New(t, nil)
 	var decisions int
-	h := mcpgo.Middleware(env.Off, &mcpgo.Options{OnDecision: func(context.Context, string, *hybridctx.Offload) { decisions++ }})(
+	h := mcpgo.Middleware(env.Off, &mcpgo.Options{OnDecision: func(context.Context, string, *hybridctx.OffloadResult) { decisions++ }})(
 		func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText(adapttest.Body()), nil
 		})

@@ -213,7 +213,7 @@ func TestNewErrors(t *testing.T) {
 func TestOnDecision(t *testing.T) {
 	env := adapttest.New(t, nil)
 	var got []string
-	h, _ := hybridopenai.New(env.Off, env.Reh, &hybridopenai.Options{OnDecision: func(_ context.Context, tool string, out *hybridctx.Offload) {
+	h, _ := hybridopenai.New(env.Off, env.Reh, &hybridopenai.Options{OnDecision: func(_ context.Context, tool string, out *hybridctx.OffloadResult) {
 		got = append(got, tool+"/"+out.Outcome().String())
 	}})
 	ctx := context.Background()

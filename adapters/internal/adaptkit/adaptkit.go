@@ -32,7 +32,7 @@ type Result struct {
 	// IsError marks a failed decision or a failed tool.
 	IsError bool
 	// Offload is the decision, for the host; nil when the tool failed.
-	Offload *hybridctx.Offload
+	Offload *hybridctx.OffloadResult
 }
 
 // Failed is the result of a tool that returned an error.
