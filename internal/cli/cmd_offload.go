@@ -111,15 +111,11 @@ func (a *app) offload(cmd *cobra.Command, args []string, o offloadFlags) error {
 		return err
 	}
 	defer closeIn()
-	ctx, store, closeSession, err := a.hostSession(cmd, true)
+	ctx, binding, closeSession, err := a.hostBinding(cmd, owner)
 	if err != nil {
 		return err
 	}
 	defer closeSession()
-	binding, err := hybridctx.NewBinding(owner, store)
-	if err != nil {
-		return usagef("%v", err)
-	}
 	off, err := hybridctx.NewOffloader(binding, policy, nil)
 	if err != nil {
 		return usagef("%v", err)

@@ -79,23 +79,11 @@ func (a *app) rehydrate(cmd *cobra.Command, ref string, o rehydrateFlags) error 
 	if f := cmd.Flags(); f.Changed("start-line") || f.Changed("line-count") {
 		return a.rehydrateLines(cmd, ref, o)
 	}
-	owner, err := a.requireOwner(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, store, closeSession, err := a.hostSession(cmd, true)
+	ctx, h, closeSession, err := a.hostRehydrator(cmd, nil)
 	if err != nil {
 		return err
 	}
 	defer closeSession()
-	binding, err := hybridctx.NewBinding(owner, store)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	h, err := hybridctx.NewRehydrator(binding, nil)
-	if err != nil {
-		return internal("rehydrate", err)
-	}
 	req := hybridctx.Request{Reference: ref, Budget: o.budget, Offset: o.offset, Length: o.length,
 		Source: hybridctx.SourceToolRequest}
 	if a.json {

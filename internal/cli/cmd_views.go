@@ -175,23 +175,11 @@ func readtoolsDetail(err error) string {
 // early adds its note on standard error), or the categorical line.
 func (a *app) view(cmd *cobra.Command, opts *hybridctx.RehydratorOptions,
 	run func(context.Context, *hybridctx.Rehydrator) (*hybridctx.Rehydration, error)) error {
-	owner, err := a.requireOwner(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, store, closeSession, err := a.hostSession(cmd, true)
+	ctx, h, closeSession, err := a.hostRehydrator(cmd, opts)
 	if err != nil {
 		return err
 	}
 	defer closeSession()
-	binding, err := hybridctx.NewBinding(owner, store)
-	if err != nil {
-		return usagef("%v", err)
-	}
-	h, err := hybridctx.NewRehydrator(binding, opts)
-	if err != nil {
-		return internal("rehydrate", err)
-	}
 	r, err := run(ctx, h)
 	if err != nil {
 		return rehydrateError(err)

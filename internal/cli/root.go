@@ -287,6 +287,39 @@ func (a *app) runIDOrRandom() string {
 	return a.runID
 }
 
+// hostBinding opens the workspace for a host command (hostSession) and binds
+// owner to it; release closes both.
+func (a *app) hostBinding(cmd *cobra.Command, owner artifact.Owner) (ctx context.Context, b *hybridctx.Binding, release func(), err error) {
+	ctx, store, release, err := a.hostSession(cmd, true)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if b, err = hybridctx.NewBinding(owner, store); err != nil {
+		release()
+		return nil, nil, nil, usagef("%v", err)
+	}
+	return ctx, b, release, nil
+}
+
+// hostRehydrator is hostBinding for the reading commands: the command's
+// owner, bound, and a Rehydrator over it.
+func (a *app) hostRehydrator(cmd *cobra.Command, opts *hybridctx.RehydratorOptions) (context.Context, *hybridctx.Rehydrator, func(), error) {
+	owner, err := a.requireOwner(cmd)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	ctx, binding, release, err := a.hostBinding(cmd, owner)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	h, err := hybridctx.NewRehydrator(binding, opts)
+	if err != nil {
+		release()
+		return nil, nil, nil, internal("rehydrate", err)
+	}
+	return ctx, h, release, nil
+}
+
 // hostSession opens the workspace and, when events is true, the reporter of
 // a host command. release closes both.
 func (a *app) hostSession(cmd *cobra.Command, events bool) (ctx context.Context, store *workspace.Store, release func(), err error) {
