@@ -121,24 +121,7 @@ func TestProxySearchQueryLines(t *testing.T) {
 		t.Fatalf("filter error: %s", dump(got))
 	}
 
-	// Foreign and never offloaded: the same answer, byte for byte.
-	never := artifact.RefOf([]byte("never stored anywhere")).String()
-	bindB, _ := hybridctx.NewBinding(owner("s2"), store)
-	offB, _ := hybridctx.NewOffloader(bindB, hybridctx.Policy{InlineThreshold: 1}, nil)
-	theirs, _ := offB.Offload(context.Background(), hybridctx.Call{Tool: "t", ID: "c"}, `["another session's"]`)
-	for _, c := range [][2]string{{"search_artifact", never}, {"query_artifact", never}, {"search_artifact", theirs.Ref.String()}, {"query_artifact", theirs.Ref.String()}} {
-		name := c[0]
-		args := map[string]any{"reference": c[1], "pattern": "x", "filter": "."}
-		if name == "search_artifact" {
-			delete(args, "filter")
-		} else {
-			delete(args, "pattern")
-		}
-		got = r.call(t, name, args)
-		if !got.IsError || texts(got)[0] != "hybridctx: unauthorized (owner_mismatch): no artifact with this reference belongs to this conversation." {
-			t.Fatalf("%s unauthorized: %s", name, dump(got))
-		}
-	}
+	checkForeignLikeNever(t, r, store)
 
 	// Tampered: stale, no match released.
 	parsed, _ := artifact.ParseRef(ref)
@@ -154,4 +137,28 @@ func TestProxySearchQueryLines(t *testing.T) {
 			t.Fatal("a rehydration event without its view")
 		}
 	}
+}
+
+// checkForeignLikeNever: a reference minted for another session and one
+// never offloaded get the same answer from search and query, byte for byte.
+func checkForeignLikeNever(t *testing.T, r *rig, store *workspace.Store) {
+	t.Helper()
+	never := artifact.RefOf([]byte("never stored anywhere")).String()
+	bindB, _ := hybridctx.NewBinding(owner("s2"), store)
+	offB, _ := hybridctx.NewOffloader(bindB, hybridctx.Policy{InlineThreshold: 1}, nil)
+	theirs, _ := offB.Offload(context.Background(), hybridctx.Call{Tool: "t", ID: "c"}, `["another session's"]`)
+	for _, c := range [][2]string{{"search_artifact", never}, {"query_artifact", never}, {"search_artifact", theirs.Ref.String()}, {"query_artifact", theirs.Ref.String()}} {
+		name := c[0]
+		args := map[string]any{"reference": c[1], "pattern": "x", "filter": "."}
+		if name == "search_artifact" {
+			delete(args, "filter")
+		} else {
+			delete(args, "pattern")
+		}
+		got := r.call(t, name, args)
+		if !got.IsError || texts(got)[0] != "hybridctx: unauthorized (owner_mismatch): no artifact with this reference belongs to this conversation." {
+			t.Fatalf("%s unauthorized: %s", name, dump(got))
+		}
+	}
+
 }
