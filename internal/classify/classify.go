@@ -164,17 +164,19 @@ func (c *Classifier) scanJSON(p []byte) {
 		return
 	}
 	// Past the limit: only the first non-whitespace byte still matters.
+	// Once it is seen the scan is over, even when it is a NUL byte (which
+	// top cannot tell from "none yet").
 	if c.js.top == 0 {
 		for _, b := range p {
 			if !isSpace(b) {
 				c.js.top = b
-				break
+				c.jsonOff = true
+				return
 			}
 		}
+		return
 	}
-	if c.js.top != 0 {
-		c.jsonOff = true
-	}
+	c.jsonOff = true
 }
 
 // checkUTF8 validates p as the continuation of the stream so far.
