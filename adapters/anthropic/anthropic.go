@@ -47,9 +47,7 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 // Handler answers tool calls for one binding: the Offloader's and the
 // Rehydrator's. It is safe for concurrent use.
 type Handler struct {
-	off   *hybridctx.Offloader
-	reads *readtools.Set
-	hook  func(context.Context, string, *hybridctx.OffloadResult)
+	calls *adaptkit.Dispatcher
 	tools []sdk.ToolUnionParam
 }
 
@@ -57,21 +55,16 @@ type Handler struct {
 // tools with reh. Invalid read tool names are an error wrapping
 // hybridctx.ErrInvalidPolicy.
 func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Handler, error) {
-	if off == nil {
-		return nil, ErrNilOffloader
-	}
-	h := &Handler{off: off}
-	var names readtools.Names
-	var budget int64
+	var o Options
 	if opts != nil {
-		names, budget, h.hook = opts.Names, opts.Budget, opts.OnDecision
+		o = *opts
 	}
-	reads, err := adaptkit.NewReads(reh, adaptkit.NamesFor(off, names), budget)
+	calls, err := adaptkit.NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
 	if err != nil {
 		return nil, err
 	}
-	h.reads = reads
-	for _, d := range reads.Tools() {
+	h := &Handler{calls: calls}
+	for _, d := range calls.Tools() {
 		schema, err := inputSchema(d.InputSchema)
 		if err != nil {
 			return nil, err
@@ -125,28 +118,11 @@ func (h *Handler) Handle(ctx context.Context, block sdk.ToolUseBlock, run RunFun
 	return sdk.NewToolResultBlock(block.ID, r.Text, r.IsError)
 }
 
-// handle is Handle without the SDK's block types.
+// handle is Handle without the SDK's block types; the SDK leaves an empty
+// input empty.
 func (h *Handler) handle(ctx context.Context, id, name string, input json.RawMessage, run RunFunc) adaptkit.Result {
 	if len(input) == 0 {
 		input = json.RawMessage(`{}`)
 	}
-	if h.reads.Has(name) {
-		r, _ := adaptkit.Read(ctx, h.reads, name, input)
-		return r
-	}
-	if run == nil {
-		return adaptkit.Failed()
-	}
-	text, err := run(ctx, name, input)
-	if err != nil {
-		return adaptkit.Failed()
-	}
-	r, err := adaptkit.Decide(ctx, h.off, hybridctx.Call{Tool: name, ID: id}, text)
-	if err != nil {
-		return adaptkit.Failed()
-	}
-	if h.hook != nil {
-		h.hook(ctx, name, r.Offload)
-	}
-	return r
+	return h.calls.Handle(ctx, id, name, input, run)
 }

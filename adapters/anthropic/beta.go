@@ -70,12 +70,11 @@ func (b *betaTool) Execute(ctx context.Context, input json.RawMessage) ([]sdk.Be
 // BetaReadTools returns the read tools as beta runner tools.
 func (h *Handler) BetaReadTools() []sdk.BetaTool {
 	var out []sdk.BetaTool
-	for _, d := range h.reads.Tools() {
-		var schema sdk.BetaToolInputSchemaParam
-		if s, err := inputSchema(d.InputSchema); err == nil {
-			schema = sdk.BetaToolInputSchemaParam{Properties: s.Properties, Required: s.Required, ExtraFields: s.ExtraFields}
-		}
-		out = append(out, &betaReadTool{h: h, name: d.Name, desc: d.Description, schema: schema})
+	for _, t := range h.tools { // converted and checked once, by New
+		d := t.OfTool
+		s := d.InputSchema
+		out = append(out, &betaReadTool{h: h, name: d.Name, desc: d.Description.Value,
+			schema: sdk.BetaToolInputSchemaParam{Properties: s.Properties, Required: s.Required, ExtraFields: s.ExtraFields}})
 	}
 	return out
 }

@@ -52,9 +52,7 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 // Handler answers function tool calls for one binding: the Offloader's and
 // the Rehydrator's. It is safe for concurrent use.
 type Handler struct {
-	off   *hybridctx.Offloader
-	reads *readtools.Set
-	hook  func(context.Context, string, *hybridctx.OffloadResult)
+	calls *adaptkit.Dispatcher
 	chat  []sdk.ChatCompletionToolUnionParam
 	resp  []responses.ToolUnionParam
 }
@@ -63,21 +61,16 @@ type Handler struct {
 // tools with reh. Invalid read tool names are an error wrapping
 // hybridctx.ErrInvalidPolicy.
 func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Handler, error) {
-	if off == nil {
-		return nil, ErrNilOffloader
-	}
-	h := &Handler{off: off}
-	var names readtools.Names
-	var budget int64
+	var o Options
 	if opts != nil {
-		names, budget, h.hook = opts.Names, opts.Budget, opts.OnDecision
+		o = *opts
 	}
-	reads, err := adaptkit.NewReads(reh, adaptkit.NamesFor(off, names), budget)
+	calls, err := adaptkit.NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
 	if err != nil {
 		return nil, err
 	}
-	h.reads = reads
-	for _, d := range reads.Tools() {
+	h := &Handler{calls: calls}
+	for _, d := range calls.Tools() {
 		var params map[string]any
 		if err := json.Unmarshal(d.InputSchema, &params); err != nil {
 			return nil, fmt.Errorf("openai adapter: read tool schema: %w", err)
@@ -110,39 +103,15 @@ func (h *Handler) ResponseTools() []responses.ToolUnionParam {
 // before the decision) becomes the categorical failure notice, never the
 // error's text.
 func (h *Handler) HandleChat(ctx context.Context, call sdk.ChatCompletionMessageFunctionToolCall, run RunFunc) sdk.ChatCompletionMessageParamUnion {
-	r := h.handle(ctx, call.ID, call.Function.Name, call.Function.Arguments, run)
+	r := h.calls.Handle(ctx, call.ID, call.Function.Name, adaptkit.RawArgs(call.Function.Arguments), run)
 	return sdk.ToolMessage(r.Text, call.ID)
 }
 
 // HandleResponse answers one Responses API function call with its
 // function_call_output item, like HandleChat.
 func (h *Handler) HandleResponse(ctx context.Context, call responses.ResponseFunctionToolCall, run RunFunc) responses.ResponseInputItemUnionParam {
-	r := h.handle(ctx, call.CallID, call.Name, call.Arguments, run)
+	r := h.calls.Handle(ctx, call.CallID, call.Name, adaptkit.RawArgs(call.Arguments), run)
 	item := responses.ResponseInputItemParamOfFunctionCallOutput(r.Text)
 	item.OfFunctionCallOutput.CallID = sdk.String(call.CallID)
 	return item
-}
-
-// handle is HandleChat without the SDK's types.
-func (h *Handler) handle(ctx context.Context, id, name, args string, run RunFunc) adaptkit.Result {
-	input := adaptkit.RawArgs(args)
-	if h.reads.Has(name) {
-		r, _ := adaptkit.Read(ctx, h.reads, name, input)
-		return r
-	}
-	if run == nil {
-		return adaptkit.Failed()
-	}
-	text, err := run(ctx, name, input)
-	if err != nil {
-		return adaptkit.Failed()
-	}
-	r, err := adaptkit.Decide(ctx, h.off, hybridctx.Call{Tool: name, ID: id}, text)
-	if err != nil {
-		return adaptkit.Failed()
-	}
-	if h.hook != nil {
-		h.hook(ctx, name, r.Offload)
-	}
-	return r
 }

@@ -1,0 +1,65 @@
+package adaptkit
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/readtools"
+)
+
+// Dispatcher answers the tool calls of one model reply for the SDK adapters
+// (anthropic, openai): read tool calls itself, every other tool through the
+// host's run function with its result decided by the Offloader. It is safe
+// for concurrent use.
+type Dispatcher struct {
+	off   *hybridctx.Offloader
+	reads *readtools.Set
+	hook  func(context.Context, string, *hybridctx.OffloadResult)
+}
+
+// NewDispatcher returns a Dispatcher deciding results with off and serving
+// the read tools with reh, named as off's notices name them unless names
+// overrides them, capped at budget (0: the default). hook, when non-nil,
+// sees every decision of a host tool.
+func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names readtools.Names, budget int64,
+	hook func(context.Context, string, *hybridctx.OffloadResult)) (*Dispatcher, error) {
+	if off == nil {
+		return nil, ErrNilOffloader
+	}
+	reads, err := NewReads(reh, NamesFor(off, names), budget)
+	if err != nil {
+		return nil, err
+	}
+	return &Dispatcher{off: off, reads: reads, hook: hook}, nil
+}
+
+// Tools returns the read tools' SDK-neutral definitions.
+func (d *Dispatcher) Tools() []readtools.Tool { return d.reads.Tools() }
+
+// Handle answers one call: a read tool's exact answer or categorical
+// refusal; else run's result, inline or replaced by the bounded notice. An
+// error from run, a nil run, or a context cancelled before the decision is
+// the categorical failure, never the error's text.
+func (d *Dispatcher) Handle(ctx context.Context, id, name string, input json.RawMessage,
+	run func(context.Context, string, json.RawMessage) (string, error)) Result {
+	if d.reads.Has(name) {
+		r, _ := Read(ctx, d.reads, name, input)
+		return r
+	}
+	if run == nil {
+		return Failed()
+	}
+	text, err := run(ctx, name, input)
+	if err != nil {
+		return Failed()
+	}
+	r, err := Decide(ctx, d.off, hybridctx.Call{Tool: name, ID: id}, text)
+	if err != nil {
+		return Failed()
+	}
+	if d.hook != nil {
+		d.hook(ctx, name, r.Offload)
+	}
+	return r
+}
