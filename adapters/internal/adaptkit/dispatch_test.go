@@ -24,7 +24,9 @@ func TestDispatcher(t *testing.T) {
 	}
 	var seen []string
 	d, err := adaptkit.NewDispatcher(env.Off, env.Reh, readtools.Names{}, 0,
-		func(_ context.Context, tool string, out *hybridctx.OffloadResult) { seen = append(seen, tool+":"+out.Outcome().String()) })
+		func(_ context.Context, tool string, out *hybridctx.OffloadResult) {
+			seen = append(seen, tool+":"+out.Outcome().String())
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
