@@ -1,0 +1,5 @@
+//go:build !race
+
+package hybridctx_test
+
+const raceEnabled = false
