@@ -143,11 +143,8 @@ func (o *OffloadResult) Text() string {
 // happened before anything was written. Every decision returns an *OffloadResult
 // and reports exactly one event.
 func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*OffloadResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, call); err != nil {
 		return nil, err
-	}
-	if err := call.Validate(); err != nil {
-		return nil, err // a call that could never be recorded
 	}
 	o = o.forTool(call.Tool)
 	switch v := result.(type) {
@@ -187,7 +184,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 // parts of a result that are each under the threshold but too large
 // together. A recovered segment is still inlined (recovered_segment_bypass).
 func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadResult, error) {
-	if err := ctx.Err(); err != nil {
+	if err := start(ctx, call); err != nil {
 		return nil, err
 	}
 	switch v := result.(type) {
@@ -213,6 +210,16 @@ func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadR
 		b = []byte(str)
 	}
 	return o.offloadBytes(ctx, call, result, b)
+}
+
+// start is what every decision checks before anything else: a cancelled
+// context (SPEC §4 step 1), and a call that could never be recorded. An
+// error means no decision, no event and no workspace access.
+func start(ctx context.Context, call Call) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return call.Validate()
 }
 
 // bypass inlines a recovered segment whatever its size: no threshold check,

@@ -116,10 +116,7 @@ func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
 // the caller can still use the content; otherwise Consumed says how much was
 // read.
 func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (*OffloadResult, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if err := call.Validate(); err != nil {
+	if err := start(ctx, call); err != nil {
 		return nil, err
 	}
 	o = o.forTool(call.Tool)

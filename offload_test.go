@@ -331,6 +331,9 @@ func TestOverlongCallRefusedBeforeAnyWrite(t *testing.T) {
 		if r.n != 0 {
 			t.Fatalf("OffloadReader read %d bytes of a call it refused", r.n)
 		}
+		if _, err := e.off.Store(e.ctx, call, "small"); !errors.Is(err, hybridctx.ErrInvalidCall) {
+			t.Fatalf("Store: %v, want ErrInvalidCall", err)
+		}
 	}
 	if c := e.inst.Counts(); c.NewWriters+c.Commits+c.GetRecords+c.Stats != 0 {
 		t.Fatalf("a refused call touched the workspace: %+v", c)
