@@ -429,7 +429,7 @@ func (s *session) upstreamResponse(m *wmsg) {
 
 func (s *session) boundAndSend(c *call, m *wmsg) {
 	defer c.cancel()
-	res, err := s.p.bound.boundWire(c.ctx, hybridctx.Call{Tool: c.tool, ID: callID(c.id)}, m.result)
+	res, err := s.p.bound.boundWire(c.ctx, offloadCall(c.tool, c.id), m.result)
 	if err != nil {
 		s.respond(c.id, nil, err)
 		return
@@ -438,14 +438,17 @@ func (s *session) boundAndSend(c *call, m *wmsg) {
 	_ = s.down.writeMsg(s.wctx, m)
 }
 
-// callID is a request id as the offload's Call records it: a string id's
-// value, a number as written.
-func callID(id json.RawMessage) string {
+// offloadCall is the Call an offload of a tools/call result records: the
+// tool's name and the request id (a string id's value, a number as
+// written), each cut to artifact.MaxCallFieldLen bytes on a rune boundary,
+// so a client's overlong id or name never costs it its result.
+func offloadCall(tool string, id json.RawMessage) hybridctx.Call {
+	s := string(id)
 	var str string
 	if len(id) > 0 && id[0] == '"' && json.Unmarshal(id, &str) == nil {
-		return str
+		s = str
 	}
-	return string(id)
+	return hybridctx.Call{Tool: artifact.TruncateUTF8(tool, artifact.MaxCallFieldLen), ID: artifact.TruncateUTF8(s, artifact.MaxCallFieldLen)}
 }
 
 // failPending answers every forwarded request that will get no response.

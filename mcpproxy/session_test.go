@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybridctx/hybridctx/artifact"
 )
 
 // rawRig runs a Proxy between two newline-delimited streams that a test
@@ -341,5 +343,25 @@ func TestBadUpstreamOutputKeepsSession(t *testing.T) {
 	r.answer(t, `{"jsonrpc":"2.0","id":3,"result":{}}`)
 	if l := r.recv(t); string(fields(t, l)["id"]) != "3" || bytes.Contains([]byte(l), []byte("error")) {
 		t.Fatalf("after: %s", l)
+	}
+}
+
+// TestOverlongIDAndToolStillBounded: a client's request id and tool name
+// longer than artifact.MaxCallFieldLen are cut for the record (metadata
+// only), so the result is still stored and bounded, answered under the id
+// exactly as sent.
+func TestOverlongIDAndToolStillBounded(t *testing.T) {
+	r := newRawRig(t, 0)
+	id := `"` + strings.Repeat("i", artifact.MaxCallFieldLen+10) + `"`
+	tool := strings.Repeat("t", artifact.MaxCallFieldLen+10)
+	r.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+tool+`","arguments":{}}}`)
+	if got := fields(t, r.upRecv(t))["id"]; string(got) != id {
+		t.Fatal("forwarded id changed")
+	}
+	r.answer(t, toolResultLine(id, text(3*testThreshold)))
+	got := r.recv(t)
+	f := fields(t, got)
+	if string(f["id"]) != id || f["error"] != nil || !strings.Contains(string(f["result"]), "artifact://sha256/") {
+		t.Fatalf("response: %.300s", got)
 	}
 }

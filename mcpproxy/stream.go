@@ -11,7 +11,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/hybridctx/hybridctx"
 )
 
 // Streaming large tools/call results from a newline-delimited upstream.
@@ -380,7 +379,7 @@ func (s *session) streamResult(c *call, prefix []byte, h streamHead, rest io.Rea
 		payload = newB64Reader(sr)
 	}
 	b := &s.p.bound
-	call := hybridctx.Call{Tool: c.tool, ID: callID(c.id)}
+	call := offloadCall(c.tool, c.id)
 	ctx := withReporter(c.ctx, b.reporter)
 	out, err := b.off.OffloadReader(ctx, call, payload)
 	if err != nil {
