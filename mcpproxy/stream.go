@@ -10,7 +10,6 @@ import (
 	"os"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-
 )
 
 // Streaming large tools/call results from a newline-delimited upstream.
