@@ -141,13 +141,17 @@ func testAttachConcurrent(e *env) {
 func testAttachConcurrentRepair(e *env) {
 	e.needTamper()
 	const goroutines = 8
+	// The backend's Locker, or an in-process one: without any lock two
+	// repairers may both replace (the store documents that).
+	in := Instrument(e.b, e.r, nil)
+	s := workspace.New(in, in)
 	data := content(75, 120_000)
 	ref := artifact.RefOf(data)
-	e.wantAttach(e.s, data, false, attachRec(ownerA, t0), workspace.AttachCreated)
+	e.wantAttach(s, data, false, attachRec(ownerA, t0), workspace.AttachCreated)
 	e.tamper(ref.Hex(), flipped(data, 77))
 	cases := make([]workspace.AttachCase, goroutines)
 	together(goroutines, func(i int) {
-		c, err := attach(e.ctx, e.s, data, i%2 == 0, attachRec(ownerA, t0))
+		c, err := attach(e.ctx, s, data, i%2 == 0, attachRec(ownerA, t0))
 		if err != nil {
 			e.t.Errorf("Attach over a corrupt body: %v", err)
 		}
