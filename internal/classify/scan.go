@@ -153,7 +153,11 @@ func (s *scanner) scan(p []byte) {
 		case stLit:
 			st, i = s.scanLiteral(p, i)
 		default:
-			st, i, depth = s.scanStructure(p, i, st, depth)
+			// fast takes whole tokens; the byte-wise loop takes the one
+			// it stopped at (cut by the end of p, or an error).
+			if st, i, depth = s.fast(p, i, st, depth); i < len(p) {
+				st, i, depth = s.scanStructure(p, i, st, depth)
+			}
 		}
 	}
 	s.st, s.depth = st, depth
