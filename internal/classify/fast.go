@@ -234,25 +234,32 @@ func fastString(p []byte, i int) int {
 		case '"':
 			return i + 1
 		case '\\':
-			if i+1 >= len(p) {
-				return -1
-			}
-			switch p[i+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				i += 2
-			case 'u':
-				if len(p)-i < 6 ||
-					class[p[i+2]]&class[p[i+3]]&class[p[i+4]]&class[p[i+5]]&cHex == 0 {
-					return -1
-				}
-				i += 6
-			default:
+			if i = escape(p, i); i < 0 {
 				return -1
 			}
 		default: // a control byte
 			return -1
 		}
 	}
+}
+
+// escape returns the index just after the valid escape sequence that
+// starts at p[i] (a backslash), or -1 when it is invalid or runs past p.
+func escape(p []byte, i int) int {
+	if i+1 >= len(p) {
+		return -1
+	}
+	switch p[i+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return i + 2
+	case 'u':
+		if len(p)-i < 6 ||
+			class[p[i+2]]&class[p[i+3]]&class[p[i+4]]&class[p[i+5]]&cHex == 0 {
+			return -1
+		}
+		return i + 6
+	}
+	return -1
 }
 
 // fastNumber returns the index just after the number starting at p[i], or

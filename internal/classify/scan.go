@@ -53,6 +53,7 @@ const (
 	cStr               // may appear unescaped in a string: >= 0x20, not '"' or '\\'
 	cDigit             // '0'-'9'
 	cHex               // hex digit
+	cDelim             // ends a number or literal: whitespace, '"' or '{}[]:,'
 )
 
 var class = func() (t [256]uint8) {
@@ -67,6 +68,9 @@ var class = func() (t [256]uint8) {
 		if 'a' <= b && b <= 'f' || 'A' <= b && b <= 'F' {
 			t[i] |= cHex
 		}
+	}
+	for _, b := range []byte(" \t\r\n\"{}[]:,") {
+		t[b] |= cDelim
 	}
 	t[' '] |= cSpace
 	t['\t'] |= cSpace
@@ -155,6 +159,9 @@ func (s *scanner) scan(p []byte) {
 		default:
 			// fast takes whole tokens; the byte-wise loop takes the one
 			// it stopped at (cut by the end of p, or an error).
+			if hasBlocks && len(p)-i >= minBlocks {
+				st, i, depth = s.blocks(p, i, st, depth)
+			}
 			if st, i, depth = s.fast(p, i, st, depth); i < len(p) {
 				st, i, depth = s.scanStructure(p, i, st, depth)
 			}
