@@ -39,8 +39,12 @@ const batchBlocks = 16
 const minBlocks = 4 * 64
 
 // blockMasksGo is the portable blockMasks: for each of the blocks 64-byte
-// blocks of p, it writes maskCount words to out.
-func blockMasksGo(p []byte, blocks int, out []uint64) {
+// blocks of p, it writes maskCount words to out. It reports whether any of
+// the bytes is 0x80 or above (not ASCII).
+func blockMasksGo(p []byte, blocks int, out []uint64) (high bool) {
+	for _, c := range p[:blocks<<6] {
+		high = high || c >= 0x80
+	}
 	for k := range blocks {
 		m := out[k*maskCount : (k+1)*maskCount]
 		clear(m)
@@ -62,6 +66,7 @@ func blockMasksGo(p []byte, blocks int, out []uint64) {
 			}
 		}
 	}
+	return high
 }
 
 // escaped returns the bytes of a block that follow an escaping backslash,
@@ -119,7 +124,9 @@ func (b *blockState) events(m []uint64) (events, escapes, ctrl uint64) {
 // blocks scans whole 64-byte blocks of p from i, starting in one of the
 // states between tokens, and returns the state, position and depth before
 // the last token it took or the token holding an anomaly. It never returns
-// stErr.
+// stErr. It records in s.ascii the range of p from i that it found to be
+// all ASCII (valid UTF-8 whatever surrounds it), if longer than the one
+// held.
 func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
 	var (
 		masks [batchBlocks * maskCount]uint64
@@ -132,9 +139,17 @@ func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, in
 	}
 	// The state before the last event taken, where the scan resumes.
 	lastSt, lastPos, lastDepth := st, i, depth
+	asciiEnd := i
+	defer func() {
+		if asciiEnd-i > s.ascii[1]-s.ascii[0] {
+			s.ascii = [2]int{i, asciiEnd}
+		}
+	}()
 	for base := i; len(p)-base >= 64; {
 		n := min((len(p)-base)>>6, batchBlocks)
-		blockMasks(p[base:], n, masks[:])
+		if !blockMasks(p[base:], n, masks[:]) && asciiEnd == base {
+			asciiEnd = base + n<<6
+		}
 		for k := range n {
 			ev, esc, bad := bs.events(masks[k*maskCount:])
 			for ; esc != 0; esc &= esc - 1 {

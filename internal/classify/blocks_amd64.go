@@ -6,14 +6,13 @@ import "golang.org/x/sys/cpu"
 // turn it off to check the scanner without it.
 var hasBlocks = cpu.X86.HasAVX2
 
-// blockMasksAVX2 writes the masks of each of the blocks 64-byte blocks at
-// p to out, maskCount words per block (see blockMasks).
+// blockMasksAVX2 is blockMasks for p[:blocks*64].
 //
 //go:noescape
-func blockMasksAVX2(p *byte, blocks int, out *uint64)
+func blockMasksAVX2(p *byte, blocks int, out *uint64) (high int)
 
-func blockMasks(p []byte, blocks int, out []uint64) {
+func blockMasks(p []byte, blocks int, out []uint64) bool {
 	_ = p[blocks<<6-1]
 	_ = out[blocks*maskCount-1]
-	blockMasksAVX2(&p[0], blocks, &out[0])
+	return blockMasksAVX2(&p[0], blocks, &out[0]) != 0
 }

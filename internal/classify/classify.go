@@ -132,11 +132,25 @@ func (c *Classifier) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	if !c.badUTF8 {
-		c.checkUTF8(p)
-	}
+	var ascii [2]int
 	if !c.jsonOff {
-		c.scanJSON(p)
+		ascii = c.scanJSON(p)
+	}
+	if !c.badUTF8 {
+		// The JSON scan may have found a run of p to be ASCII: only what
+		// surrounds it needs checking. A rune still open where the run
+		// starts is cut by an ASCII byte: invalid.
+		rest := p
+		if a, b := ascii[0], ascii[1]; a < b {
+			c.checkUTF8(p[:a])
+			if c.nc > 0 {
+				c.badUTF8 = true
+			}
+			rest = p[b:]
+		}
+		if !c.badUTF8 {
+			c.checkUTF8(rest)
+		}
 	}
 	c.n += int64(len(p))
 	return len(p), nil
@@ -146,22 +160,24 @@ var newline = []byte{'\n'}
 
 // scanJSON runs the JSON scanner over the part of p that lies within the
 // first scanLimit bytes of the stream, and past it only looks for the
-// first non-whitespace byte if none has been seen yet.
-func (c *Classifier) scanJSON(p []byte) {
+// first non-whitespace byte if none has been seen yet. It returns a range
+// of p that the scanner found to be all ASCII, or an empty one.
+func (c *Classifier) scanJSON(p []byte) (ascii [2]int) {
 	if room := scanLimit - c.n; room > 0 {
 		q := p
 		if int64(len(q)) > room {
 			q = q[:room]
 		}
 		c.js.scan(q)
+		ascii = c.js.ascii
 		if c.js.st == stErr {
 			c.jsonOff = true
-			return
+			return ascii
 		}
 		p = p[len(q):]
 	}
 	if len(p) == 0 {
-		return
+		return ascii
 	}
 	// Past the limit: only the first non-whitespace byte still matters.
 	// Once it is seen the scan is over, even when it is a NUL byte (which
@@ -171,12 +187,13 @@ func (c *Classifier) scanJSON(p []byte) {
 			if !isSpace(b) {
 				c.js.top = b
 				c.jsonOff = true
-				return
+				return ascii
 			}
 		}
-		return
+		return ascii
 	}
 	c.jsonOff = true
+	return ascii
 }
 
 // checkUTF8 validates p as the continuation of the stream so far.

@@ -44,6 +44,7 @@ type scanner struct {
 	top   byte   // first non-whitespace byte of the stream, 0 if none yet
 	depth int32  // open containers
 	lit   string // remaining bytes of the literal being read
+	ascii [2]int // a range of the last p scanned that is all ASCII (see blocks)
 	stack [(maxDepth + 63) / 64]uint64
 }
 
@@ -148,6 +149,7 @@ func (s *scanner) literal(p []byte, i int, rest string) (state, int) {
 func (s *scanner) scan(p []byte) {
 	st, depth := s.st, s.depth
 	i := 0
+	s.ascii = [2]int{}
 	for i < len(p) && st != stErr {
 		switch st {
 		case stStr, stStrEsc, stStrU:
