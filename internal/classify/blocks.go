@@ -1,6 +1,9 @@
 package classify
 
-import "math/bits"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 // The block path: 64 bytes at a time, with vector masks.
 //
@@ -29,6 +32,7 @@ const (
 	mCtrl          // < 0x20
 	mSpace         // JSON whitespace
 	mOp            // '{', '}', '[', ']', ':', ','
+	mHigh          // >= 0x80 (not ASCII)
 	maskCount
 )
 
@@ -39,12 +43,8 @@ const batchBlocks = 16
 const minBlocks = 4 * 64
 
 // blockMasksGo is the portable blockMasks: for each of the blocks 64-byte
-// blocks of p, it writes maskCount words to out. It reports whether any of
-// the bytes is 0x80 or above (not ASCII).
-func blockMasksGo(p []byte, blocks int, out []uint64) (high bool) {
-	for _, c := range p[:blocks<<6] {
-		high = high || c >= 0x80
-	}
+// blocks of p, it writes maskCount words to out.
+func blockMasksGo(p []byte, blocks int, out []uint64) {
 	for k := range blocks {
 		m := out[k*maskCount : (k+1)*maskCount]
 		clear(m)
@@ -61,12 +61,14 @@ func blockMasksGo(p []byte, blocks int, out []uint64) (high bool) {
 			if c < 0x20 {
 				m[mCtrl] |= bit
 			}
+			if c >= 0x80 {
+				m[mHigh] |= bit
+			}
 			if class[c]&cSpace != 0 {
 				m[mSpace] |= bit
 			}
 		}
 	}
-	return high
 }
 
 // escaped returns the bytes of a block that follow an escaping backslash,
@@ -124,9 +126,8 @@ func (b *blockState) events(m []uint64) (events, escapes, ctrl uint64) {
 // blocks scans whole 64-byte blocks of p from i, starting in one of the
 // states between tokens, and returns the state, position and depth before
 // the last token it took or the token holding an anomaly. It never returns
-// stErr. It records in s.ascii the range of p from i that it found to be
-// all ASCII (valid UTF-8 whatever surrounds it), if longer than the one
-// held.
+// stErr. It records in s.utf8 the range of p from i whose UTF-8 it
+// checked on the way.
 func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
 	var (
 		masks [batchBlocks * maskCount]uint64
@@ -139,18 +140,24 @@ func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, in
 	}
 	// The state before the last event taken, where the scan resumes.
 	lastSt, lastPos, lastDepth := st, i, depth
-	asciiEnd := i
+	// UTF-8: p[i:u.to] is known valid (or u.bad: not), checked run by run
+	// of non-ASCII bytes, each bounded by ASCII bytes.
+	u := utf8Run{from: i, to: i}
 	defer func() {
-		if asciiEnd-i > s.ascii[1]-s.ascii[0] {
-			s.ascii = [2]int{i, asciiEnd}
+		if u.to-u.from > s.utf8.to-s.utf8.from || u.bad {
+			s.utf8 = u
 		}
 	}()
 	for base := i; len(p)-base >= 64; {
 		n := min((len(p)-base)>>6, batchBlocks)
-		if !blockMasks(p[base:], n, masks[:]) && asciiEnd == base {
-			asciiEnd = base + n<<6
-		}
+		blockMasks(p[base:], n, masks[:])
 		for k := range n {
+			if high := masks[k*maskCount+mHigh]; u.to < base || u.bad {
+			} else if high == 0 {
+				u.to = max(u.to, base+64)
+			} else {
+				u.check(p, base, high)
+			}
 			ev, esc, bad := bs.events(masks[k*maskCount:])
 			for ; esc != 0; esc &= esc - 1 {
 				j := base + bits.TrailingZeros64(esc)
@@ -273,4 +280,49 @@ func scalarAt(p []byte, i int) bool {
 		}
 	}
 	return j < len(p) && class[p[j]]&cDelim != 0
+}
+
+// utf8Run is a range of p checked for UTF-8 by the block path: valid
+// unless bad, and made of whole runes: it starts and ends next to ASCII
+// bytes (or at the start of p), so it is valid or not whatever surrounds
+// it.
+type utf8Run struct {
+	from, to int
+	bad      bool
+}
+
+// check extends u over the block of p at base, whose bytes >= 0x80 are
+// high, when u reaches the block. Each run of non-ASCII bytes is checked
+// whole; a run that reaches the end of p is left out (it may go on in
+// the next chunk), and so is everything after it.
+func (u *utf8Run) check(p []byte, base int, high uint64) {
+	if u.bad {
+		return
+	}
+	if u.to > base {
+		// The start of the block belongs to a run already checked.
+		high &= ^uint64(0) << (u.to - base)
+	}
+	for high != 0 {
+		s := base + bits.TrailingZeros64(high)
+		e := s + 1
+		for e < len(p) && p[e] >= 0x80 {
+			e++
+		}
+		if e == len(p) {
+			u.to = s
+			return
+		}
+		r := p[s:e]
+		if !(len(r) == 2 && r[0]-0xC2 < 0xDF-0xC2+1 && r[1]&0xC0 == 0x80) && !utf8.Valid(r) {
+			u.bad, u.to = true, e
+			return
+		}
+		u.to = e
+		if e-base >= 64 {
+			return
+		}
+		high &= ^uint64(0) << (e - base)
+	}
+	u.to = max(u.to, base+64)
 }

@@ -35,15 +35,13 @@ GLOBL bytes<>(SB), RODATA|NOPTR, $64
 
 #define JOIN(lo, hi, off) SHLQ $32, hi; ORQ hi, lo; MOVQ lo, off(DI)
 
-// func blockMasksAVX2(p *byte, blocks int, out *uint64) (high int)
-TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-32
+// func blockMasksAVX2(p *byte, blocks int, out *uint64)
+TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-24
 	MOVQ p+0(FP), SI
 	MOVQ blocks+8(FP), CX
 	MOVQ out+16(FP), DI
-	XORQ AX, AX
 	TESTQ CX, CX
 	JZ   done
-	VPXOR Y15, Y15, Y15 // the OR of all bytes: its top bits tell non-ASCII
 
 	VPBROADCASTB bytes<>+0(SB), Y1
 	VPBROADCASTB bytes<>+8(SB), Y2
@@ -58,8 +56,6 @@ TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-32
 loop:
 	VMOVDQU (SI), Y0
 	VMOVDQU 32(SI), Y6
-	VPOR Y0, Y15, Y15
-	VPOR Y6, Y15, Y15
 	MASKS(Y0, AX, BX, DX, R8, R9)
 	MASKS(Y6, R10, R11, R12, R13, R14)
 	JOIN(AX, R10, 0)
@@ -67,13 +63,14 @@ loop:
 	JOIN(DX, R12, 16)
 	JOIN(R8, R13, 24)
 	JOIN(R9, R14, 32)
+	VPMOVMSKB Y0, AX // bytes >= 0x80
+	VPMOVMSKB Y6, BX
+	JOIN(AX, BX, 40)
 	ADDQ $64, SI
-	ADDQ $40, DI
+	ADDQ $48, DI
 	DECQ CX
 	JNZ  loop
-	VPMOVMSKB Y15, AX
 	VZEROUPPER
 
 done:
-	MOVQ AX, high+24(FP)
 	RET

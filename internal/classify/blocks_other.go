@@ -6,4 +6,4 @@ package classify
 // scanner reads whole tokens 8 bytes at a time (fast).
 var hasBlocks = false
 
-func blockMasks(p []byte, blocks int, out []uint64) bool { return blockMasksGo(p, blocks, out) }
+func blockMasks(p []byte, blocks int, out []uint64) { blockMasksGo(p, blocks, out) }

@@ -36,9 +36,8 @@ func TestBlockMasks(t *testing.T) {
 		}
 		got := make([]uint64, n*maskCount)
 		want := make([]uint64, n*maskCount)
-		if g, w := blockMasks(p, n, got), blockMasksGo(p, n, want); g != w {
-			t.Fatalf("non-ASCII: %v, want %v", g, w)
-		}
+		blockMasks(p, n, got)
+		blockMasksGo(p, n, want)
 		for k := range got {
 			if got[k] != want[k] {
 				t.Fatalf("block %d mask %d: %064b, want %064b", k/maskCount, k%maskCount, got[k], want[k])
@@ -49,9 +48,8 @@ func TestBlockMasks(t *testing.T) {
 	for v := range 256 {
 		p := bytes.Repeat([]byte{byte(v)}, 64)
 		got, want := make([]uint64, maskCount), make([]uint64, maskCount)
-		if g, w := blockMasks(p, 1, got), blockMasksGo(p, 1, want); g != w {
-			t.Fatalf("byte %#x: non-ASCII %v, want %v", v, g, w)
-		}
+		blockMasks(p, 1, got)
+		blockMasksGo(p, 1, want)
 		for k := range got {
 			if got[k] != want[k] {
 				t.Fatalf("byte %#x mask %d: %064b, want %064b", v, k, got[k], want[k])

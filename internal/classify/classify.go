@@ -132,21 +132,19 @@ func (c *Classifier) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	var ascii [2]int
+	var u utf8Run
 	if !c.jsonOff {
-		ascii = c.scanJSON(p)
+		u = c.scanJSON(p)
 	}
 	if !c.badUTF8 {
-		// The JSON scan may have found a run of p to be ASCII: only what
-		// surrounds it needs checking. A rune still open where the run
-		// starts is cut by an ASCII byte: invalid.
+		// The JSON scan may have checked the UTF-8 of a range of p, which
+		// starts next to an ASCII byte: only what surrounds it is left. A
+		// rune still open where it starts is cut by an ASCII byte.
 		rest := p
-		if a, b := ascii[0], ascii[1]; a < b {
-			c.checkUTF8(p[:a])
-			if c.nc > 0 {
-				c.badUTF8 = true
-			}
-			rest = p[b:]
+		if u.from < u.to && (u.from > 0 && p[u.from-1] < 0x80 || u.from == 0 && c.nc == 0) {
+			c.checkUTF8(p[:u.from])
+			c.badUTF8 = c.badUTF8 || c.nc > 0 || u.bad
+			rest = p[u.to:]
 		}
 		if !c.badUTF8 {
 			c.checkUTF8(rest)
@@ -160,24 +158,24 @@ var newline = []byte{'\n'}
 
 // scanJSON runs the JSON scanner over the part of p that lies within the
 // first scanLimit bytes of the stream, and past it only looks for the
-// first non-whitespace byte if none has been seen yet. It returns a range
-// of p that the scanner found to be all ASCII, or an empty one.
-func (c *Classifier) scanJSON(p []byte) (ascii [2]int) {
+// first non-whitespace byte if none has been seen yet. It returns the
+// range of p whose UTF-8 the scanner checked on the way, if any.
+func (c *Classifier) scanJSON(p []byte) (u utf8Run) {
 	if room := scanLimit - c.n; room > 0 {
 		q := p
 		if int64(len(q)) > room {
 			q = q[:room]
 		}
 		c.js.scan(q)
-		ascii = c.js.ascii
+		u = c.js.utf8
 		if c.js.st == stErr {
 			c.jsonOff = true
-			return ascii
+			return u
 		}
 		p = p[len(q):]
 	}
 	if len(p) == 0 {
-		return ascii
+		return u
 	}
 	// Past the limit: only the first non-whitespace byte still matters.
 	// Once it is seen the scan is over, even when it is a NUL byte (which
@@ -187,13 +185,13 @@ func (c *Classifier) scanJSON(p []byte) (ascii [2]int) {
 			if !isSpace(b) {
 				c.js.top = b
 				c.jsonOff = true
-				return ascii
+				return u
 			}
 		}
-		return ascii
+		return u
 	}
 	c.jsonOff = true
-	return ascii
+	return u
 }
 
 // checkUTF8 validates p as the continuation of the stream so far.

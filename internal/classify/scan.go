@@ -39,12 +39,12 @@ const (
 // container at depth i is an object, clear means an array.
 type scanner struct {
 	st    state
-	key   bool   // the current string is an object key
-	hex   uint8  // hex digits seen in the current \u escape
-	top   byte   // first non-whitespace byte of the stream, 0 if none yet
-	depth int32  // open containers
-	lit   string // remaining bytes of the literal being read
-	ascii [2]int // a range of the last p scanned that is all ASCII (see blocks)
+	key   bool    // the current string is an object key
+	hex   uint8   // hex digits seen in the current \u escape
+	top   byte    // first non-whitespace byte of the stream, 0 if none yet
+	depth int32   // open containers
+	lit   string  // remaining bytes of the literal being read
+	utf8  utf8Run // a range of the last p scanned whose UTF-8 blocks checked
 	stack [(maxDepth + 63) / 64]uint64
 }
 
@@ -149,7 +149,7 @@ func (s *scanner) literal(p []byte, i int, rest string) (state, int) {
 func (s *scanner) scan(p []byte) {
 	st, depth := s.st, s.depth
 	i := 0
-	s.ascii = [2]int{}
+	s.utf8 = utf8Run{}
 	for i < len(p) && st != stErr {
 		switch st {
 		case stStr, stStrEsc, stStrU:
