@@ -152,10 +152,12 @@ func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, in
 		n := min((len(p)-base)>>6, batchBlocks)
 		blockMasks(p[base:], n, masks[:])
 		for k := range n {
-			if high := masks[k*maskCount+mHigh]; u.to < base || u.bad {
-			} else if high == 0 {
+			switch high := masks[k*maskCount+mHigh]; {
+			case u.to < base || u.bad:
+				// Checking stopped: a bad run, or one cut by the end of p.
+			case high == 0:
 				u.to = max(u.to, base+64)
-			} else {
+			default:
 				u.check(p, base, high)
 			}
 			ev, esc, bad := bs.events(masks[k*maskCount:])
