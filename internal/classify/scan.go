@@ -161,7 +161,7 @@ func (s *scanner) scan(p []byte) {
 		default:
 			// fast takes whole tokens; the byte-wise loop takes the one
 			// it stopped at (cut by the end of p, or an error).
-			if hasBlocks && len(p)-i >= minBlocks {
+			if hasBlocks && len(p)-i >= minBlocks && (depth > 0 || opensContainer(p, i, st)) {
 				st, i, depth = s.blocks(p, i, st, depth)
 			}
 			if st, i, depth = s.fast(p, i, st, depth); i < len(p) {
@@ -170,6 +170,18 @@ func (s *scanner) scan(p []byte) {
 		}
 	}
 	s.st, s.depth = st, depth
+}
+
+// opensContainer reports whether, in state st at depth 0, the next
+// non-whitespace byte of p from i opens an object or array: only then is
+// the block path worth starting there (text fails on its first byte, a
+// top-level scalar is short).
+func opensContainer(p []byte, i int, st state) bool {
+	if st != stValue {
+		return false
+	}
+	i = skipSpace(p, i)
+	return i < len(p) && (p[i] == '{' || p[i] == '[')
 }
 
 // scanStructure runs the states between values: stValue, stArrFirst,
