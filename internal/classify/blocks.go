@@ -12,7 +12,9 @@ import (
 // number of turns depends on the data and so cannot be predicted. The
 // block path instead computes, for each 64-byte block, one bit per byte
 // for a few byte classes (quote, backslash, control byte, whitespace,
-// '{}[]:,'), with vector instructions where the machine has them. Bit
+// '{}[]:,', non-ASCII), with AVX2 (blocks_amd64.s; blockMasksGo is the
+// portable definition the tests hold it to, and a machine without AVX2
+// goes without the block path). Bit
 // arithmetic then gives, for the whole block at once, which bytes are
 // escaped, which lie inside strings, and where the tokens start (the
 // events): opening quotes, punctuation outside strings, and the first
