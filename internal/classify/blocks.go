@@ -172,7 +172,9 @@ func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, in
 			}
 			if bad != 0 {
 				// Only the events before the first anomaly count; the
-				// anomaly lies in the string opened by the last of them.
+				// anomaly lies in the string opened by the last of them
+				// (a backslash outside a string stops the walk earlier,
+				// at the number or literal it is part of).
 				ev &= bad&-bad - 1
 			}
 			for ; ev != 0; ev &= ev - 1 {
