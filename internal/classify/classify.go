@@ -39,12 +39,28 @@
 //
 // # Cost
 //
-// Lines are counted with bytes.Count and UTF-8 is checked with
-// utf8.Valid on each chunk, carrying at most 3 bytes of a split rune to
-// the next write. Each check stops as soon as its answer is known: UTF-8
-// validation after the first invalid sequence, and the JSON state machine
-// after the first syntax error (often the first non-whitespace byte of a
-// text or binary stream).
+// Lines are counted with bytes.Count. The JSON scan, which runs first,
+// has three gears, each handing over to the next slower one what it is
+// not sure of:
+//
+//   - on amd64 with AVX2, a block pass (blocks.go): vector compares give,
+//     per 64 bytes, bit masks of quotes, backslashes, control bytes,
+//     whitespace, punctuation and non-ASCII bytes; bit arithmetic finds
+//     the escaped bytes, the bytes inside strings and the start of every
+//     token, so the grammar runs once per token and never visits the
+//     bytes of strings or whitespace one by one. It also checks the UTF-8
+//     of the bytes it covers, one run of non-ASCII bytes at a time;
+//   - a whole-token pass (fast.go): the grammar's states as code
+//     positions, strings and indentation 8 bytes at a time;
+//   - the byte-wise state machine (scan.go), which can stop and resume at
+//     any byte: it takes the tokens cut by the end of a write and finds
+//     syntax errors.
+//
+// The UTF-8 of what the block pass did not cover is checked with
+// utf8.Valid, carrying at most 3 bytes of a split rune to the next write.
+// Each check stops as soon as its answer is known: UTF-8 validation after
+// the first invalid sequence, and the JSON scan after the first syntax
+// error (often the first non-whitespace byte of a text or binary stream).
 package classify
 
 import (
@@ -132,11 +148,23 @@ func (c *Classifier) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	if !c.badUTF8 {
-		c.checkUTF8(p)
-	}
+	var u utf8Run
 	if !c.jsonOff {
-		c.scanJSON(p)
+		u = c.scanJSON(p)
+	}
+	if !c.badUTF8 {
+		// The JSON scan may have checked the UTF-8 of a range of p, which
+		// starts next to an ASCII byte: only what surrounds it is left. A
+		// rune still open where it starts is cut by an ASCII byte.
+		rest := p
+		if u.from < u.to && (u.from > 0 && p[u.from-1] < 0x80 || u.from == 0 && c.nc == 0) {
+			c.checkUTF8(p[:u.from])
+			c.badUTF8 = c.badUTF8 || c.nc > 0 || u.bad
+			rest = p[u.to:]
+		}
+		if !c.badUTF8 {
+			c.checkUTF8(rest)
+		}
 	}
 	c.n += int64(len(p))
 	return len(p), nil
@@ -146,22 +174,24 @@ var newline = []byte{'\n'}
 
 // scanJSON runs the JSON scanner over the part of p that lies within the
 // first scanLimit bytes of the stream, and past it only looks for the
-// first non-whitespace byte if none has been seen yet.
-func (c *Classifier) scanJSON(p []byte) {
+// first non-whitespace byte if none has been seen yet. It returns the
+// range of p whose UTF-8 the scanner checked on the way, if any.
+func (c *Classifier) scanJSON(p []byte) (u utf8Run) {
 	if room := scanLimit - c.n; room > 0 {
 		q := p
 		if int64(len(q)) > room {
 			q = q[:room]
 		}
 		c.js.scan(q)
+		u = c.js.utf8
 		if c.js.st == stErr {
 			c.jsonOff = true
-			return
+			return u
 		}
 		p = p[len(q):]
 	}
 	if len(p) == 0 {
-		return
+		return u
 	}
 	// Past the limit: only the first non-whitespace byte still matters.
 	// Once it is seen the scan is over, even when it is a NUL byte (which
@@ -171,12 +201,13 @@ func (c *Classifier) scanJSON(p []byte) {
 			if !isSpace(b) {
 				c.js.top = b
 				c.jsonOff = true
-				return
+				return u
 			}
 		}
-		return
+		return u
 	}
 	c.jsonOff = true
+	return u
 }
 
 // checkUTF8 validates p as the continuation of the stream so far.

@@ -2,6 +2,7 @@ package classify
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -25,6 +26,9 @@ func FuzzClassify(f *testing.F) {
 	f.Add([]byte(`{"a":[1,2,3`), uint64(2<<8))
 	f.Add([]byte(`{"a":1} x`), uint64(4<<8))
 	f.Add([]byte("{\"a\":\"\xff\"} \xfe}"), uint64(5<<8))
+	for i, s := range edgeSeeds {
+		f.Add([]byte(s), uint64(i)<<8|uint64(i))
+	}
 	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
 		// Long inputs add little here (TestDepth and TestScanLimitRule
 		// cover length-dependent behaviour) but make the fuzzer's
@@ -68,5 +72,52 @@ func FuzzClassify(f *testing.F) {
 				t.Errorf("limit %d: Lines = %d, want %d", limit, got, wantLines)
 			}
 		})
+	})
+}
+
+// edgeSeeds are inputs at the edges of the grammar and of the scanner's
+// fast paths: escapes and backslash runs at 8-byte boundaries, numbers at
+// the limits of their grammar, a byte-order mark, lone surrogates (valid
+// JSON escapes), trailing garbage, non-ASCII bytes in and out of strings.
+var edgeSeeds = []string{
+	`["1234567\"", "12345678\\", "123456\\\"x"]`,
+	`{"abcdefg":"\u00e9\ud800\udfff\uDBFF","k":"\/\b\f\n\r\t"}`,
+	`[-0, -0.0, 0e0, 0E+1, 1e-1, 123456789012345678901234567890]`,
+	`[01]`, `[1e+]`, `[1.]`, `[-]`, `[.5]`, `[+1]`, `[1.5e]`, `-`, `0x1`,
+	"\xef\xbb\xbf{}", `{} x`, `[1,2]]`, `{"a":1,}`, `[tru]`, `[nulll]`,
+	"[\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x99\x82\", \"\xed\xa0\x80\"]",
+	"[\"\xc3\"]", "[\xc3\xa9]", "\"a\x00b\"", "[\"\t\"]",
+	"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
+	"  \n\t\r  {\"a\" \n : \n [ \"b\" , 1 , true ] }  \n",
+}
+
+// maxLongFuzzLen bounds the inputs of FuzzClassifyLong.
+const maxLongFuzzLen = 8 << 10
+
+// FuzzClassifyLong checks the block path (and the whole-token path) on
+// inputs long enough for them, against json.Valid and utf8.Valid: fed
+// whole and in random splits, with and without the block path. The seeds
+// are realistic documents of about 1.5 KiB, which the fuzzer edits.
+func FuzzClassifyLong(f *testing.F) {
+	for i, doc := range blockDocs() {
+		f.Add(doc, uint64(i))
+	}
+	f.Add([]byte(`["`+strings.Repeat(`\\`, 40)+`\"`+strings.Repeat("a", 200)+`"]`), uint64(9))
+	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
+		if len(data) > maxLongFuzzLen {
+			data = data[:maxLongFuzzLen]
+		}
+		want := refKind(data)
+		r := rand.New(rand.NewPCG(seed, seed>>32))
+		for _, on := range []bool{true, false} {
+			withBlocks(on, func() {
+				if k, _ := Of(data); k != want {
+					t.Errorf("blocks %v, whole: Kind = %v, want %v", on, k, want)
+				}
+				if c := feed(t, data, randomSplits(r)); c.Kind() != want {
+					t.Errorf("blocks %v, split: Kind = %v, want %v", on, c.Kind(), want)
+				}
+			})
+		}
 	})
 }

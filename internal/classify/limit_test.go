@@ -108,7 +108,9 @@ func refKindLimited(b []byte, limit int) Kind {
 				break
 			}
 		}
-		var v any
+		// Into a RawMessage: only syntax is checked (a number out of
+		// float64's range, as in 10e700, is valid JSON).
+		var v json.RawMessage
 		err := json.Unmarshal(b, &v)
 		var se *json.SyntaxError
 		if (last == '}' || last == ']') && (err == nil || errors.As(err, &se) && se.Offset > int64(limit)) {

@@ -1,0 +1,334 @@
+package classify
+
+import (
+	"math/bits"
+	"unicode/utf8"
+)
+
+// The block path: 64 bytes at a time, with vector masks.
+//
+// Even whole tokens at a time (fast), the scanner spends most of its time
+// finding where each string and run of whitespace ends, in loops whose
+// number of turns depends on the data and so cannot be predicted. The
+// block path instead computes, for each 64-byte block, one bit per byte
+// for a few byte classes (quote, backslash, control byte, whitespace,
+// '{}[]:,', non-ASCII), with AVX2 (blocks_amd64.s; blockMasksGo is the
+// portable definition the tests hold it to, and a machine without AVX2
+// goes without the block path). Bit
+// arithmetic then gives, for the whole block at once, which bytes are
+// escaped, which lie inside strings, and where the tokens start (the
+// events): opening quotes, punctuation outside strings, and the first
+// byte of each number or literal. The grammar runs once per event; the
+// bytes of strings and whitespace are never visited one by one.
+//
+// Like fast, it commits only what it is sure of and hands the rest to the
+// byte-wise machine: it stops before the token holding the first anomaly
+// (a control byte or a bad escape in a string, a bad number or literal, a
+// grammar error, the depth limit), and before the last token it reached,
+// which may run past the blocks it read.
+
+// The masks of a block, maskCount words, in this order.
+const (
+	mQuote  = iota // '"'
+	mBslash        // '\\'
+	mCtrl          // < 0x20
+	mSpace         // JSON whitespace
+	mOp            // '{', '}', '[', ']', ':', ','
+	mHigh          // >= 0x80 (not ASCII)
+	maskCount
+)
+
+// batchBlocks is the number of blocks whose masks are computed at once.
+const batchBlocks = 16
+
+// minBlocks is the shortest input, in bytes, worth the block path.
+const minBlocks = 4 * 64
+
+// blockMasksGo is the portable blockMasks: for each of the blocks 64-byte
+// blocks of p, it writes maskCount words to out.
+func blockMasksGo(p []byte, blocks int, out []uint64) {
+	for k := range blocks {
+		m := out[k*maskCount : (k+1)*maskCount]
+		clear(m)
+		for j, c := range p[k<<6 : (k+1)<<6] {
+			bit := uint64(1) << j
+			switch {
+			case c == '"':
+				m[mQuote] |= bit
+			case c == '\\':
+				m[mBslash] |= bit
+			case c == '{', c == '}', c == '[', c == ']', c == ':', c == ',':
+				m[mOp] |= bit
+			}
+			if c < 0x20 {
+				m[mCtrl] |= bit
+			}
+			if c >= 0x80 {
+				m[mHigh] |= bit
+			}
+			if class[c]&cSpace != 0 {
+				m[mSpace] |= bit
+			}
+		}
+	}
+}
+
+// escaped returns the bytes of a block that follow an escaping backslash,
+// given its backslashes b. carry is 1 when the block's first byte is
+// escaped by the end of the previous block, and is updated for the next.
+// A backslash escapes the next byte when it ends a run of backslashes of
+// odd length.
+func escaped(b uint64, carry *uint64) uint64 {
+	const even = 0x5555555555555555
+	b &^= *carry
+	follows := b<<1 | *carry
+	// Runs that start on an odd bit: adding the run to its start carries
+	// past its end, leaving a bit just after it.
+	oddStarts := b &^ even &^ follows
+	ends, c := bits.Add64(oddStarts, b, 0)
+	*carry = c
+	return (even ^ ends<<1) & follows
+}
+
+// prefixXor sets bit k of the result to the parity of bits 0..k of x.
+func prefixXor(x uint64) uint64 {
+	x ^= x << 1
+	x ^= x << 2
+	x ^= x << 4
+	x ^= x << 8
+	x ^= x << 16
+	x ^= x << 32
+	return x
+}
+
+// blockState carries what one block's masks pass to the next.
+type blockState struct {
+	esc    uint64 // 1: the next block's first byte is escaped
+	inStr  uint64 // all ones: the next block starts inside a string
+	scalar uint64 // 1: the previous block ended with a number or literal byte
+}
+
+// events returns the token starts of the block with masks m, and the
+// anomalies: control bytes inside strings and escaped bytes (which the
+// caller checks).
+func (b *blockState) events(m []uint64) (events, escapes, ctrl uint64) {
+	m = m[:maskCount]
+	esc := escaped(m[mBslash], &b.esc)
+	quote := m[mQuote] &^ esc
+	in := prefixXor(quote) ^ b.inStr
+	b.inStr = uint64(int64(in) >> 63)
+	// Bytes outside strings that are not whitespace, punctuation or quotes
+	// belong to numbers and literals (or are errors).
+	scalar := ^(m[mSpace] | m[mOp] | m[mQuote] | in)
+	starts := scalar &^ (scalar<<1 | b.scalar)
+	b.scalar = scalar >> 63
+	return quote&in | m[mOp]&^in | starts, esc, m[mCtrl] & in
+}
+
+// blocks scans whole 64-byte blocks of p from i, starting in one of the
+// states between tokens, and returns the state, position and depth before
+// the last token it took or the token holding an anomaly. It never returns
+// stErr. It records in s.utf8 the range of p from i whose UTF-8 it
+// checked on the way.
+func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
+	var (
+		masks [batchBlocks * maskCount]uint64
+		bs    blockState
+		obj   bool
+	)
+	if depth > 0 {
+		d := depth - 1
+		obj = s.stack[d>>6]>>(d&63)&1 != 0
+	}
+	// The state before the last event taken, where the scan resumes.
+	lastSt, lastPos, lastDepth := st, i, depth
+	// UTF-8: p[i:u.to] is known valid (or u.bad: not), checked run by run
+	// of non-ASCII bytes, each bounded by ASCII bytes.
+	u := utf8Run{from: i, to: i}
+	defer func() {
+		if u.to-u.from > s.utf8.to-s.utf8.from || u.bad {
+			s.utf8 = u
+		}
+	}()
+	for base := i; len(p)-base >= 64; {
+		n := min((len(p)-base)>>6, batchBlocks)
+		blockMasks(p[base:], n, masks[:])
+		for k := range n {
+			switch high := masks[k*maskCount+mHigh]; {
+			case u.to < base || u.bad:
+				// Checking stopped: a bad run, or one cut by the end of p.
+			case high == 0:
+				u.to = max(u.to, base+64)
+			default:
+				u.check(p, base, high)
+			}
+			ev, esc, bad := bs.events(masks[k*maskCount:])
+			for ; esc != 0; esc &= esc - 1 {
+				j := base + bits.TrailingZeros64(esc)
+				if escape(p, j-1) < 0 {
+					bad |= esc & -esc
+					break
+				}
+			}
+			if bad != 0 {
+				// Only the events before the first anomaly count; the
+				// anomaly lies in the string opened by the last of them
+				// (a backslash outside a string stops the walk earlier,
+				// at the number or literal it is part of).
+				ev &= bad&-bad - 1
+			}
+			for ; ev != 0; ev &= ev - 1 {
+				pos := base + bits.TrailingZeros64(ev)
+				c := p[pos]
+				lastSt, lastPos, lastDepth = st, pos, depth
+				switch st {
+				case stValue, stArrFirst:
+					if depth == 0 {
+						s.top = c
+					}
+					switch c {
+					case '"':
+						st = stEnd
+						continue
+					case '{', '[':
+						if depth == maxDepth {
+							return st, pos, depth
+						}
+						w, bit := depth>>6, uint64(1)<<(depth&63)
+						depth++
+						if c == '{' {
+							s.stack[w] |= bit
+							obj, st = true, stObjFirst
+						} else {
+							s.stack[w] &^= bit
+							obj, st = false, stArrFirst
+						}
+						continue
+					case ']':
+						if st == stArrFirst {
+							goto pop
+						}
+						return st, pos, depth
+					}
+					if !scalarAt(p, pos) {
+						return st, pos, depth
+					}
+					st = stEnd
+				case stObjFirst, stKey:
+					switch {
+					case c == '"':
+						st = stColon
+					case c == '}' && st == stObjFirst:
+						goto pop
+					default:
+						return st, pos, depth
+					}
+				case stColon:
+					if c != ':' {
+						return st, pos, depth
+					}
+					st = stValue
+				case stEnd:
+					switch {
+					case depth == 0:
+						return st, pos, depth
+					case c == ',' && obj:
+						st = stKey
+					case c == ',':
+						st = stValue
+					case c == '}' && obj, c == ']' && !obj:
+						goto pop
+					default:
+						return st, pos, depth
+					}
+				}
+				continue
+			pop:
+				if depth--; depth > 0 {
+					d := depth - 1
+					obj = s.stack[d>>6]>>(d&63)&1 != 0
+				}
+				st = stEnd
+			}
+			if bad != 0 {
+				return lastSt, lastPos, lastDepth
+			}
+			base += 64
+		}
+	}
+	return lastSt, lastPos, lastDepth
+}
+
+// scalarAt reports whether a number or literal starts at p[i] and is
+// followed, inside p, by a byte that cannot continue it (whitespace,
+// punctuation or a quote).
+func scalarAt(p []byte, i int) bool {
+	var j int
+	switch p[i] {
+	case 't':
+		j = i + 4
+		if j > len(p) || string(p[i:j]) != "true" {
+			return false
+		}
+	case 'f':
+		j = i + 5
+		if j > len(p) || string(p[i:j]) != "false" {
+			return false
+		}
+	case 'n':
+		j = i + 4
+		if j > len(p) || string(p[i:j]) != "null" {
+			return false
+		}
+	default:
+		if j = fastNumber(p, i); j < 0 {
+			return false
+		}
+	}
+	return j < len(p) && class[p[j]]&cDelim != 0
+}
+
+// utf8Run is a range of p checked for UTF-8 by the block path: valid
+// unless bad, and made of whole runes: it starts and ends next to ASCII
+// bytes (or at the start of p), so it is valid or not whatever surrounds
+// it.
+type utf8Run struct {
+	from, to int
+	bad      bool
+}
+
+// check extends u over the block of p at base, whose bytes >= 0x80 are
+// high, when u reaches the block. Each run of non-ASCII bytes is checked
+// whole; a run that reaches the end of p is left out (it may go on in
+// the next chunk), and so is everything after it.
+func (u *utf8Run) check(p []byte, base int, high uint64) {
+	if u.bad {
+		return
+	}
+	if u.to > base {
+		// The start of the block belongs to a run already checked.
+		high &= ^uint64(0) << (u.to - base)
+	}
+	for high != 0 {
+		s := base + bits.TrailingZeros64(high)
+		e := s + 1
+		for e < len(p) && p[e] >= 0x80 {
+			e++
+		}
+		if e == len(p) {
+			u.to = s
+			return
+		}
+		r := p[s:e]
+		if !(len(r) == 2 && r[0]-0xC2 < 0xDF-0xC2+1 && r[1]&0xC0 == 0x80) && !utf8.Valid(r) {
+			u.bad, u.to = true, e
+			return
+		}
+		u.to = e
+		if e-base >= 64 {
+			return
+		}
+		high &= ^uint64(0) << (e - base)
+	}
+	u.to = max(u.to, base+64)
+}

@@ -1,0 +1,182 @@
+package classify
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+// withBlocks sets hasBlocks for the duration of f (false: the scanner
+// without the block path, as on machines without AVX2).
+func withBlocks(on bool, f func()) {
+	old := hasBlocks
+	hasBlocks = on && old
+	defer func() { hasBlocks = old }()
+	f()
+}
+
+// TestBlockMasks compares blockMasks with blockMasksGo on random bytes
+// drawn mostly from the classes the masks tell apart.
+func TestBlockMasks(t *testing.T) {
+	if !hasBlocks {
+		t.Skip("no vector blockMasks on this machine")
+	}
+	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab")
+	r := rand.New(rand.NewPCG(7, 7))
+	for range 200 {
+		n := 1 + r.IntN(batchBlocks)
+		p := make([]byte, n<<6)
+		for i := range p {
+			if r.IntN(4) == 0 {
+				p[i] = byte(r.Uint32())
+			} else {
+				p[i] = alphabet[r.IntN(len(alphabet))]
+			}
+		}
+		got := make([]uint64, n*maskCount)
+		want := make([]uint64, n*maskCount)
+		blockMasks(p, n, got)
+		blockMasksGo(p, n, want)
+		for k := range got {
+			if got[k] != want[k] {
+				t.Fatalf("block %d mask %d: %064b, want %064b", k/maskCount, k%maskCount, got[k], want[k])
+			}
+		}
+	}
+	// Every byte value at every position of a block.
+	for v := range 256 {
+		p := bytes.Repeat([]byte{byte(v)}, 64)
+		got, want := make([]uint64, maskCount), make([]uint64, maskCount)
+		blockMasks(p, 1, got)
+		blockMasksGo(p, 1, want)
+		for k := range got {
+			if got[k] != want[k] {
+				t.Fatalf("byte %#x mask %d: %064b, want %064b", v, k, got[k], want[k])
+			}
+		}
+	}
+}
+
+// TestEscaped compares escaped, applied block by block with its carry,
+// with a byte-wise reading of backslash runs.
+func TestEscaped(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for range 2000 {
+		n := 1 + r.IntN(4)
+		p := make([]byte, n<<6)
+		density := 1 + r.IntN(4)
+		for i := range p {
+			if r.IntN(density+1) != 0 {
+				p[i] = '\\'
+			} else {
+				p[i] = 'a'
+			}
+		}
+		var want []bool
+		esc := false
+		for _, c := range p {
+			want = append(want, esc)
+			esc = !esc && c == '\\'
+		}
+		var carry uint64
+		for k := range n {
+			var b uint64
+			for j, c := range p[k<<6 : (k+1)<<6] {
+				if c == '\\' {
+					b |= 1 << j
+				}
+			}
+			got := escaped(b, &carry)
+			for j := range 64 {
+				if g := got>>j&1 != 0; g != want[k<<6+j] {
+					t.Fatalf("%q: byte %d escaped = %v, want %v", p, k<<6+j, g, !g)
+				}
+			}
+		}
+	}
+}
+
+// blockDocs are JSON documents long enough for the block path, in the
+// shapes it is tuned for.
+func blockDocs() [][]byte {
+	return [][]byte{benchAPI(1500), benchListing(1500), benchLogs(1500), benchJSON(1500)}
+}
+
+// TestBlockEdits puts, at every offset of each document, an edit that
+// changes its validity or meaning at a block boundary or inside a block
+// (escapes, control and non-ASCII bytes, broken numbers and literals,
+// stray punctuation), and checks the verdict against the standard
+// library, fed whole and in a few splits, with and without the block path.
+func TestBlockEdits(t *testing.T) {
+	edits := []string{
+		`\`, `\\`, `\\\`, `"`, `\"`, `\\"`, `\u00e9`, `\u00g9`, `\ud800`, `\x`,
+		"\x00", "\x1f", "\t", "\n", "\x7f", "\xc3\xa9", "\xff", "\xef\xbb\xbf",
+		`,`, `:`, `{`, `}`, `[`, `]`, `,"k":1`, ` `, `0`, `-`, `01`, `-0`, `1e+`, `1.`, `.5`,
+		`true`, `nul`, `x`,
+	}
+	r := rand.New(rand.NewPCG(9, 9))
+	for d, doc := range blockDocs() {
+		for off := 0; off <= len(doc); off += 1 + r.IntN(3) {
+			for _, e := range []string{edits[r.IntN(len(edits))], edits[r.IntN(len(edits))]} {
+				b := make([]byte, 0, len(doc)+len(e))
+				b = append(append(append(b, doc[:off]...), e...), doc[off:]...)
+				checkBlockVerdict(t, d, off, b)
+				// The same bytes replacing rather than inserting.
+				b = append(b[:0], doc...)
+				copy(b[off:], e)
+				checkBlockVerdict(t, d, off, b)
+			}
+		}
+	}
+}
+
+func checkBlockVerdict(t *testing.T, doc, off int, b []byte) {
+	t.Helper()
+	want := refKind(b)
+	for _, on := range []bool{true, false} {
+		withBlocks(on, func() {
+			if k, _ := Of(b); k != want {
+				t.Fatalf("doc %d, edit at %d, blocks %v: Kind = %v, want %v\n%q", doc, off, on, k, want, b)
+			}
+			for _, cut := range []int{off, off + 1, 300, len(b) / 2} {
+				if cut <= 0 || cut >= len(b) {
+					continue
+				}
+				var c Classifier
+				c.Write(b[:cut])
+				c.Write(b[cut:])
+				if k := c.Kind(); k != want {
+					t.Fatalf("doc %d, edit at %d, cut at %d, blocks %v: Kind = %v, want %v\n%q", doc, off, cut, on, k, want, b)
+				}
+			}
+		})
+	}
+}
+
+// TestBlockLongTokens crosses block and batch boundaries with single
+// tokens: long strings with escapes and backslash runs at every offset of
+// a block, long numbers, deep nesting, long runs of whitespace.
+func TestBlockLongTokens(t *testing.T) {
+	var cases [][]byte
+	for k := range 130 {
+		pad := strings.Repeat("a", k)
+		cases = append(cases,
+			[]byte(`["`+pad+`\\"`+pad+`", 1]`),
+			[]byte(`["`+pad+`\"`+pad+`", 1]`),
+			[]byte(`["`+pad+`\\\"`+pad+`", 1]`),
+			[]byte(`["`+pad+`\\\\"]`+strings.Repeat(" ", 300)),
+			[]byte(`{"`+pad+`":"\u12`+pad+`"}`+strings.Repeat("\n", 300)),
+			[]byte(strings.Repeat(" ", 200+k)+`{"a":`+strings.Repeat("1", 2*k+1)+`.5e-7}`+strings.Repeat(" ", 70)),
+			[]byte(strings.Repeat(" ", 64+k)+strings.Repeat("[", 2*k+1)+strings.Repeat("]", 2*k+1)+strings.Repeat(" ", 64)),
+		)
+	}
+	cases = append(cases,
+		[]byte(strings.Repeat("[", maxDepth)+strings.Repeat("]", maxDepth)),
+		[]byte(strings.Repeat("[", maxDepth+1)+strings.Repeat("]", maxDepth+1)),
+		[]byte(strings.Repeat(`{"":`, maxDepth)+"{}"+strings.Repeat("}", maxDepth)),
+	)
+	for i, b := range cases {
+		checkBlockVerdict(t, i, 0, b)
+	}
+}
