@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"sync"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -353,24 +354,29 @@ func (p *Pending) verifyStored(ctx context.Context) error {
 
 // equalWritten reads at most size+1 bytes of r and checks that they are
 // exactly the size bytes written to wr. A failure to read wr's own bytes
-// is a storage error, not a corrupt body.
+// is a storage error, not a corrupt body. Besides the pipeline's chunks it
+// holds one piece of comparePiece bytes, so a streamed body's memory bound
+// stays what Ingest states, plus that piece.
 func equalWritten(ctx context.Context, r io.Reader, wr driver.WrittenReader, size int64) error {
 	mine, err := wr.ReadWritten()
 	if err != nil {
 		return err
 	}
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
+	bp := piecePool.Get().(*[]byte)
+	defer piecePool.Put(bp)
 	n, rerr, cerr := pump(ctx, r, size+1, func(off int64, b []byte) error {
 		if off+int64(len(b)) > size {
 			return ErrCorrupt
 		}
-		want := (*bp)[:len(b)]
-		if _, err := io.ReadFull(mine, want); err != nil {
-			return err
-		}
-		if !bytes.Equal(b, want) {
-			return ErrCorrupt
+		for len(b) > 0 {
+			want := (*bp)[:min(len(b), comparePiece)]
+			if _, err := io.ReadFull(mine, want); err != nil {
+				return err
+			}
+			if !bytes.Equal(b[:len(want)], want) {
+				return ErrCorrupt
+			}
+			b = b[len(want):]
 		}
 		return nil
 	})
@@ -382,6 +388,12 @@ func equalWritten(ctx context.Context, r io.Reader, wr driver.WrittenReader, siz
 	}
 	return nil
 }
+
+// comparePiece is the size of the pieces in which equalWritten reads back
+// a writer's bytes.
+const comparePiece = 64 << 10
+
+var piecePool = sync.Pool{New: func() any { b := make([]byte, comparePiece); return &b }}
 
 // equalCheck reads at most len(want)+1 bytes of r and checks that they are
 // exactly want.
