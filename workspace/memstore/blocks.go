@@ -16,11 +16,6 @@ type blocks struct {
 	size int64
 }
 
-// maxBlock is the largest block a growing body allocates; a body's blocks
-// grow with it up to that size, so a large body takes few allocations and
-// wastes at most one block's spare room.
-const maxBlock = 4 << 20
-
 // grow makes room for at least n more bytes in one block.
 func (bs *blocks) grow(n int) {
 	if k := len(bs.b); k > 0 && cap(bs.b[k-1])-len(bs.b[k-1]) >= n {
@@ -29,20 +24,19 @@ func (bs *blocks) grow(n int) {
 	bs.b = append(bs.b, make([]byte, 0, n))
 }
 
-// write appends p. A new block is as large as the body so far (from p's
-// size up to maxBlock): a body written in one piece is one exact block.
+// write appends p: into the room left in the last block, the rest as a new
+// block appended to nothing, which the runtime fills without clearing its
+// memory first. A body written in one piece is one block.
 func (bs *blocks) write(p []byte) {
 	bs.size += int64(len(p))
-	for len(p) > 0 {
-		k := len(bs.b)
-		if k == 0 || len(bs.b[k-1]) == cap(bs.b[k-1]) {
-			bs.grow(max(len(p), int(min(bs.size-int64(len(p)), maxBlock))))
-			k = len(bs.b)
-		}
+	if k := len(bs.b); k > 0 {
 		last := bs.b[k-1]
 		c := copy(last[len(last):cap(last)], p)
 		bs.b[k-1] = last[:len(last)+c]
 		p = p[c:]
+	}
+	if len(p) > 0 {
+		bs.b = append(bs.b, append([]byte(nil), p...))
 	}
 }
 
