@@ -13,7 +13,16 @@ var _ driver.WrittenReader = (*writer)(nil)
 // pieces is copied once: never moved while it grows, never joined.
 type blocks struct {
 	b    [][]byte
+	one  [1][]byte // b's first element, without an allocation of its own
 	size int64
+}
+
+// add appends a block.
+func (bs *blocks) add(b []byte) {
+	if bs.b == nil {
+		bs.b = bs.one[:0]
+	}
+	bs.b = append(bs.b, b)
 }
 
 // grow makes room for at least n more bytes in one block.
@@ -21,7 +30,7 @@ func (bs *blocks) grow(n int) {
 	if k := len(bs.b); k > 0 && cap(bs.b[k-1])-len(bs.b[k-1]) >= n {
 		return
 	}
-	bs.b = append(bs.b, make([]byte, 0, n))
+	bs.add(make([]byte, 0, n))
 }
 
 // write appends p: into the room left in the last block, the rest as a new
@@ -36,7 +45,7 @@ func (bs *blocks) write(p []byte) {
 		p = p[c:]
 	}
 	if len(p) > 0 {
-		bs.b = append(bs.b, append([]byte(nil), p...))
+		bs.add(append([]byte(nil), p...))
 	}
 }
 
@@ -94,5 +103,5 @@ func (w *writer) ReadWritten() (io.Reader, error) {
 	if w.done {
 		return nil, errors.New("memstore: read after end")
 	}
-	return &blockReader{bs: w.buf}, nil
+	return &blockReader{bs: &w.buf}, nil
 }

@@ -71,12 +71,12 @@ func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return &writer{s: s, buf: &blocks{}}, nil
+	return &writer{s: s}, nil
 }
 
 type writer struct {
 	s    *Store
-	buf  *blocks
+	buf  blocks
 	done bool
 }
 
@@ -113,15 +113,16 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 		return fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrExist)
 	}
 	s.version++
-	s.bodies[key] = &body{data: w.buf, modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
-	w.done = true
-	w.buf = nil
+	s.bodies[key] = &body{data: &w.buf, modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
+	w.done = true // the body keeps w.buf
 	return nil
 }
 
 func (w *writer) Abort() error {
-	w.done = true
-	w.buf = nil
+	if !w.done {
+		w.done = true
+		w.buf = blocks{}
+	}
 	return nil
 }
 
