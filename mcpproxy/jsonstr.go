@@ -366,7 +366,7 @@ func (b *b64Reader) Read(p []byte) (int, error) {
 		if b.eof {
 			return 0, io.EOF
 		}
-		k, err := b.r.Read(b.in[b.nin:])
+		k, err := b.readText(b.in[b.nin:])
 		w := b.nin + k
 		if got := b.in[b.nin:w]; bytes.IndexByte(got, '\n') >= 0 || bytes.IndexByte(got, '\r') >= 0 {
 			w = b.nin + dropLineEnds(got)
@@ -409,6 +409,39 @@ func (b *b64Reader) Read(p []byte) (int, error) {
 	}
 	n := copy(p, b.out)
 	b.out = b.out[n:]
+	return n, nil
+}
+
+// readText reads base64 text into dst. When it comes from a JSON string
+// (a strReader), a run with no quote, backslash or line end is copied
+// straight from the string's buffer: base64 text has nothing to unescape,
+// and any other byte JSON would refuse raw (a control byte) the base64
+// decoder refuses too, so the decoding is still exactly encoding/json's.
+// Everything else goes through the string's decoder.
+func (b *b64Reader) readText(dst []byte) (int, error) {
+	sr, ok := b.r.(*strReader)
+	if !ok || sr.ip < sr.np || sr.done || sr.err != nil {
+		return b.r.Read(dst)
+	}
+	if sr.br.Buffered() == 0 {
+		// As strReader.Read does: the end of input inside the string is
+		// an error.
+		if p, err := sr.br.Peek(1); len(p) == 0 {
+			sr.err = eofIsBad(err)
+			return 0, sr.err
+		}
+	}
+	buf, _ := sr.br.Peek(min(sr.br.Buffered(), len(dst)))
+	for _, c := range [...]byte{'"', '\\', '\n', '\r'} {
+		if i := bytes.IndexByte(buf, c); i >= 0 {
+			buf = buf[:i]
+		}
+	}
+	if len(buf) == 0 {
+		return sr.Read(dst)
+	}
+	n := copy(dst, buf)
+	_, _ = sr.br.Discard(n)
 	return n, nil
 }
 

@@ -109,3 +109,41 @@ func FuzzB64Reader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzB64String: base64 text in a JSON string, decoded on the fly (the
+// string's plain runs taken straight from its buffer, the rest through its
+// decoder), gives what encoding/json gives for a []byte, fails exactly
+// when it fails, and stops right after the closing quote.
+func FuzzB64String(f *testing.F) {
+	long := base64.StdEncoding.EncodeToString([]byte("a streamed screenshot, decoded as it arrives, in large blocks"))
+	for _, s := range []string{"", "QQ==", long, long[:30] + `\/` + long[31:], long[:30] + `\u0041` + long[31:],
+		long[:40] + `\n` + long[40:], long[:40] + `\r\n` + long[40:], long[:40] + "\n" + long[40:], long[:40] + "\t" + long[40:],
+		long[:17] + "\x00" + long[17:], long[:44] + "=" + long[45:], long + "QQ==", long[:len(long)-1], long + `\"`, "\xc3\xa9" + long} {
+		for _, c := range []uint8{0, 1, 5, 14, 23, 38} {
+			f.Add([]byte(s), c)
+		}
+	}
+	f.Fuzz(func(t *testing.T, in []byte, chunk uint8) {
+		lit := append(append([]byte{'"'}, in...), '"')
+		var want []byte
+		werr := json.Unmarshal(lit, &want)
+		buffer := []int{16, 24, 64, 4096}[int(chunk)%4]
+		br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(in), strings.NewReader(`"TAIL`)), buffer)
+		sr := &strReader{br: br}
+		b := newB64Reader(sr)
+		if chunk/4%2 == 1 {
+			b.in = make([]byte, 4+int(chunk)%13)
+		}
+		got, gerr := readChunks(b, []int{1, 3, 64, 4096}[int(chunk)/8%4])
+		rest, _ := io.ReadAll(br)
+		if gerr == nil && string(rest) != "TAIL" {
+			return // a quote in the input ended the string early: not this string
+		}
+		if (werr != nil) != (gerr != nil) || werr == nil && !bytes.Equal(got, want) {
+			t.Fatalf("%q: got %q, %v; want %q, %v", in, got, gerr, want, werr)
+		}
+		if werr == nil && (!sr.done || string(rest) != "TAIL") {
+			t.Fatalf("%q: done %v, left %q after the string", in, sr.done, rest)
+		}
+	})
+}
