@@ -202,7 +202,8 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 
 // smallStream is the longest streamed result decided from memory (see
 // OffloadReader); a stream's memory stays bounded by the larger of it and
-// the threshold, plus the pipeline's (workspace.Ingest).
+// the threshold, plus the pipeline's (workspace.Ingest; a stored body
+// verified against a longer stream adds one 64 KiB piece).
 const smallStream = 256 << 10
 
 // smallPool holds the buffers small streams are read into: each holds

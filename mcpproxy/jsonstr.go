@@ -2,10 +2,12 @@ package mcpproxy
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/base64"
 	byteorder "encoding/binary"
 	"errors"
 	"io"
+	"math/bits"
 	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -42,14 +44,24 @@ var plain = func() (t [256]bool) {
 // bytes consumed and written, stopping at the closing quote, at anything
 // malformed or cut by the end of buf, and when out is full; special
 // handles those one at a time.
+//
+// Runs of bytes that are copied as they are (everything but '"', '\\'
+// and control bytes) move a word at a time; a run holding a byte ≥ 0x80
+// is then checked as UTF-8 once, and only a run that is not valid (an
+// invalid byte, or a character cut by the end of buf or out) is decoded
+// again one character at a time.
 func decodeRun(buf, out []byte) (i, w int) {
+	slow := 0 // buf[:slow] is decoded one character at a time
 	for i < len(buf) && w < len(out) {
-		if i+8 <= len(buf) && w+8 <= len(out) {
-			x := byteorder.LittleEndian.Uint64(buf[i:])
-			if (x|hasLess(x, 0x20)|hasZero(x^0x2222222222222222)|hasZero(x^0x5c5c5c5c5c5c5c5c))&0x8080808080808080 == 0 {
-				byteorder.LittleEndian.PutUint64(out[w:], x)
-				i, w = i+8, w+8
-				continue
+		if i >= slow {
+			i0, w0 := i, w
+			var hi uint64
+			i, w, hi = wordRun(buf, out, i, w)
+			if hi&0x8080808080808080 != 0 && !utf8.Valid(out[w0:w]) {
+				slow, i, w = i, i0, w0
+			}
+			if i == len(buf) || w == len(out) {
+				break
 			}
 		}
 		switch c := buf[i]; {
@@ -58,7 +70,17 @@ func decodeRun(buf, out []byte) (i, w int) {
 			i, w = i+1, w+1
 		case c >= utf8.RuneSelf:
 			r, size := utf8.DecodeRune(buf[i:])
-			if r == utf8.RuneError && size == 1 || w+size > len(out) {
+			if r == utf8.RuneError && size == 1 {
+				// Not a character: U+FFFD, unless it may be one cut by
+				// the end of buf.
+				if !utf8.FullRune(buf[i:]) || w+len(replacement) > len(out) {
+					return i, w
+				}
+				copy(out[w:], replacement)
+				i, w = i+1, w+len(replacement)
+				continue
+			}
+			if w+size > len(out) {
 				return i, w
 			}
 			// By hand: a call to copy costs more than 2 to 4 bytes.
@@ -91,6 +113,40 @@ func decodeRun(buf, out []byte) (i, w int) {
 	}
 	return i, w
 }
+
+// wordRun copies buf[i:] to out[w:] eight bytes at a time while neither
+// has fewer than eight left, decoding the short escapes it meets on the
+// way, up to the first '"', control byte or other escape. It returns the
+// new positions and the OR of the bytes copied as they are (whose high
+// bits tell whether any is ≥ 0x80). It may write up to seven bytes past
+// the returned w, which later writes overwrite.
+func wordRun(buf, out []byte, i, w int) (int, int, uint64) {
+	var hi uint64
+	for i+8 <= len(buf) && w+8 <= len(out) {
+		x := byteorder.LittleEndian.Uint64(buf[i:])
+		byteorder.LittleEndian.PutUint64(out[w:], x)
+		// The lowest byte flagged is always a true match: the borrows
+		// that can flag a byte wrongly only run upwards from a match.
+		m := (hasLess(x, 0x20) | hasZero(x^0x2222222222222222) | hasZero(x^0x5c5c5c5c5c5c5c5c)) & 0x8080808080808080
+		if m == 0 {
+			hi |= x
+			i, w = i+8, w+8
+			continue
+		}
+		k := bits.TrailingZeros64(m) >> 3
+		hi |= x & (1<<(8*k) - 1)
+		i, w = i+k, w+k
+		if buf[i] != '\\' || i+1 == len(buf) || escapes[buf[i+1]] == 0 {
+			break
+		}
+		out[w] = escapes[buf[i+1]]
+		i, w = i+2, w+1
+	}
+	return i, w, hi
+}
+
+// replacement is U+FFFD in UTF-8.
+const replacement = "\uFFFD"
 
 // escapes maps the letter of a short escape to its byte (0: not one).
 var escapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
@@ -299,6 +355,9 @@ func newB64Reader(r io.Reader) *b64Reader {
 	return &b64Reader{r: r, in: make([]byte, streamBuffer), dec: make([]byte, streamBuffer/4*3)}
 }
 
+// Read decodes into p directly when p has room for a whole chunk's bytes
+// (as the offload pipeline's large buffers have), else through its own
+// buffer.
 func (b *b64Reader) Read(p []byte) (int, error) {
 	for len(b.out) == 0 {
 		if b.err != nil {
@@ -307,13 +366,10 @@ func (b *b64Reader) Read(p []byte) (int, error) {
 		if b.eof {
 			return 0, io.EOF
 		}
-		k, err := b.r.Read(b.in[b.nin:])
-		w := b.nin
-		for _, c := range b.in[b.nin : b.nin+k] {
-			if c != '\r' && c != '\n' {
-				b.in[w] = c
-				w++
-			}
+		k, err := b.readText(b.in[b.nin:])
+		w := b.nin + k
+		if got := b.in[b.nin:w]; bytes.IndexByte(got, '\n') >= 0 || bytes.IndexByte(got, '\r') >= 0 {
+			w = b.nin + dropLineEnds(got)
 		}
 		switch {
 		case errors.Is(err, io.EOF):
@@ -331,16 +387,73 @@ func (b *b64Reader) Read(p []byte) (int, error) {
 				b.err = base64.CorruptInputError(0) // text after the padding
 				continue
 			}
-			m, derr := base64.StdEncoding.Decode(b.dec, b.in[:use])
+			direct := len(p) > 0 && len(p) >= use/4*3
+			dst := b.dec
+			if direct {
+				dst = p
+			}
+			m, derr := base64.StdEncoding.Decode(dst, b.in[:use])
 			if derr != nil {
 				b.err = derr
 				continue
 			}
-			b.out, b.padded = b.dec[:m], b.in[use-1] == '='
+			b.padded = b.in[use-1] == '='
+			b.nin = copy(b.in, b.in[use:w])
+			if direct {
+				return m, nil
+			}
+			b.out = dst[:m]
+			continue
 		}
 		b.nin = copy(b.in, b.in[use:w])
 	}
 	n := copy(p, b.out)
 	b.out = b.out[n:]
 	return n, nil
+}
+
+// readText reads base64 text into dst. When it comes from a JSON string
+// (a strReader), a run with no quote, backslash or line end is copied
+// straight from the string's buffer: base64 text has nothing to unescape,
+// and any other byte JSON would refuse raw (a control byte) the base64
+// decoder refuses too, so the decoding is still exactly encoding/json's.
+// Everything else goes through the string's decoder.
+func (b *b64Reader) readText(dst []byte) (int, error) {
+	sr, ok := b.r.(*strReader)
+	if !ok || sr.ip < sr.np || sr.done || sr.err != nil {
+		return b.r.Read(dst)
+	}
+	if sr.br.Buffered() == 0 {
+		// As strReader.Read does: the end of input inside the string is
+		// an error.
+		if p, err := sr.br.Peek(1); len(p) == 0 {
+			sr.err = eofIsBad(err)
+			return 0, sr.err
+		}
+	}
+	buf, _ := sr.br.Peek(min(sr.br.Buffered(), len(dst)))
+	for _, c := range [...]byte{'"', '\\', '\n', '\r'} {
+		if i := bytes.IndexByte(buf, c); i >= 0 {
+			buf = buf[:i]
+		}
+	}
+	if len(buf) == 0 {
+		return sr.Read(dst)
+	}
+	n := copy(dst, buf)
+	_, _ = sr.br.Discard(n)
+	return n, nil
+}
+
+// dropLineEnds removes the '\r' and '\n' of b in place and returns the
+// length left.
+func dropLineEnds(b []byte) int {
+	w := 0
+	for _, c := range b {
+		if c != '\r' && c != '\n' {
+			b[w] = c
+			w++
+		}
+	}
+	return w
 }

@@ -3,6 +3,8 @@ package workspace_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -49,14 +51,66 @@ func TestReuseComparesInsteadOfHashing(t *testing.T) {
 			t.Errorf("%s: reuse read %d bytes and opened %d writers; want %d and 0", owner, n.BytesRead, n.NewWriters, len(data))
 		}
 	}
-	// The streamed form cannot keep its bytes: it hashes the stored body.
+	// The streamed form cannot keep its bytes in memory, but the driver's
+	// writer reads back what it was given: compared, not hashed.
 	before := s.VerifyHashedBytes()
+	in.Reset()
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
 		t.Fatalf("streamed Attach = %v, %v", c, err)
 	}
-	if h := s.VerifyHashedBytes() - before; h != int64(len(data)) {
-		t.Errorf("streamed reuse hashed %d stored bytes, want %d", h, len(data))
+	if h := s.VerifyHashedBytes() - before; h != 0 {
+		t.Errorf("streamed reuse hashed %d stored bytes, want 0", h)
+	}
+	if n := in.Counts(); n.BytesRead != 2*int64(len(data)) {
+		t.Errorf("streamed reuse read %d bytes, want %d (the stored body and the written one)", n.BytesRead, 2*len(data))
+	}
+	// A writer that cannot read back: the stored body is hashed again.
+	m := memstore.New()
+	s2 := workspace.New(noReadBack{m}, m)
+	if c, err := drivertest.AttachData(ctx, s2, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("first streamed Attach = %v, %v", c, err)
+	}
+	if c, err := drivertest.AttachData(ctx, s2, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
+		t.Fatalf("streamed Attach = %v, %v", c, err)
+	}
+	if h := s2.VerifyHashedBytes(); h != int64(len(data)) {
+		t.Errorf("streamed reuse without read-back hashed %d stored bytes, want %d", h, len(data))
+	}
+}
+
+// noReadBack is a memstore whose writers hide driver.WrittenReader.
+type noReadBack struct{ *memstore.Store }
+
+func (n noReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
+	w, err := n.Store.NewWriter(ctx)
+	return struct{ driver.Writer }{w}, err
+}
+
+// TestStreamedSameSizeCorruptionIsReplaced: a streamed reuse compares the
+// stored body with the bytes it wrote, so a stored body of the right size
+// that differs in one bit, anywhere, is found corrupt and replaced.
+func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
+	ctx := context.Background()
+	data := bodyOf(44, 600_000) // several chunks
+	s, _, m := instrumented(nil)
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("first Attach = %v, %v", c, err)
+	}
+	ref := artifact.RefOf(data)
+	for _, at := range []int{0, 262_143, 262_144, 300_001, len(data) - 1} {
+		m.Tamper(ref.Hex(), flipBit(data, at))
+		before := s.VerifyHashedBytes()
+		if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, time.Now()); c != workspace.AttachReplaced || err != nil {
+			t.Errorf("bit %d: Attach = %v, %v; want replaced", at, c, err)
+		}
+		if h := s.VerifyHashedBytes() - before; h != 0 {
+			t.Errorf("bit %d: the repair hashed %d stored bytes, want 0", at, h)
+		}
+		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
+			t.Errorf("bit %d: body after the repair: %v", at, err)
+		}
 	}
 }
 
@@ -148,5 +202,40 @@ func TestBytesWriteReservesRoom(t *testing.T) {
 	}
 	if got, err := s.ReadVerified(ctx, artifact.RefOf(data), int64(len(data)), 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("read back %d bytes, %v", len(got), err)
+	}
+}
+
+// failingReadBack is a memstore whose writers fail to read back.
+type failingReadBack struct{ *memstore.Store }
+
+var errReadBack = errors.New("read back failed")
+
+type failingWriter struct{ driver.Writer }
+
+func (failingWriter) ReadWritten() (io.Reader, error) { return nil, errReadBack }
+
+func (f failingReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
+	w, err := f.Store.NewWriter(ctx)
+	return failingWriter{w}, err
+}
+
+// TestStreamedReuseReadBackFails: when the writer cannot read back its own
+// bytes, a streamed reuse is a failed read, never a verified body and never
+// a repair.
+func TestStreamedReuseReadBackFails(t *testing.T) {
+	ctx := context.Background()
+	data := bodyOf(45, 400_000)
+	m := memstore.New()
+	s := workspace.New(failingReadBack{m}, m)
+	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
+	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("first Attach = %v, %v", c, err)
+	}
+	c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at)
+	if c != workspace.AttachReadFailed || !errors.Is(err, errReadBack) {
+		t.Fatalf("streamed reuse = %v, %v; want read_failed wrapping the read-back error", c, err)
+	}
+	if err := s.VerifyBody(ctx, artifact.RefOf(data), int64(len(data))); err != nil {
+		t.Fatalf("stored body after the failed reuse: %v", err)
 	}
 }

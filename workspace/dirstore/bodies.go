@@ -71,6 +71,7 @@ type writer struct {
 	// must never be published.
 	broken error
 	done   bool
+	n      int64 // bytes written
 }
 
 // Write appends p to the temporary file.
@@ -82,10 +83,23 @@ func (w *writer) Write(p []byte) (int, error) {
 		return 0, w.broken
 	}
 	n, err := w.f.Write(p)
+	w.n += int64(n)
 	if err != nil {
 		w.broken = err
 	}
 	return n, err
+}
+
+// ReadWritten implements driver.WrittenReader: the temporary file, read
+// at offsets (its write position does not move).
+func (w *writer) ReadWritten() (io.Reader, error) {
+	if w.done {
+		return nil, errWriterEnded
+	}
+	if w.broken != nil {
+		return nil, w.broken
+	}
+	return io.NewSectionReader(w.f, 0, w.n), nil
 }
 
 // seal makes the temporary file read-only, stamps it with the commit time
@@ -269,9 +283,10 @@ func (r *reader) Restat() (driver.Info, error) {
 
 // Compile-time checks of the optional reader capabilities.
 var (
-	_ driver.RangeReader = (*reader)(nil)
-	_ driver.Restatter   = (*reader)(nil)
-	_ io.ReaderAt        = (*reader)(nil)
+	_ driver.RangeReader   = (*reader)(nil)
+	_ driver.Restatter     = (*reader)(nil)
+	_ driver.WrittenReader = (*writer)(nil)
+	_ io.ReaderAt          = (*reader)(nil)
 )
 
 // infoOf describes a body file. Version joins device, inode, size and

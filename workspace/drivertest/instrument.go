@@ -2,6 +2,7 @@ package drivertest
 
 import (
 	"context"
+	"io"
 	"iter"
 	"sync"
 	"sync/atomic"
@@ -158,7 +159,37 @@ func (i *Instrumented) NewWriter(ctx context.Context) (driver.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &writer{i: i, w: w}, nil
+	iw := &writer{i: i, w: w}
+	if wr, ok := w.(driver.WrittenReader); ok {
+		return &writtenWriter{iw, wr}, nil
+	}
+	return iw, nil
+}
+
+// writtenWriter is a writer that keeps the wrapped writer's
+// driver.WrittenReader; the bytes read back count as BytesRead.
+type writtenWriter struct {
+	*writer
+	wr driver.WrittenReader
+}
+
+func (w *writtenWriter) ReadWritten() (io.Reader, error) {
+	r, err := w.wr.ReadWritten()
+	if err != nil {
+		return nil, err
+	}
+	return &countingReader{r: r, n: &w.i.c.bytesRead}, nil
+}
+
+type countingReader struct {
+	r io.Reader
+	n *atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // Open implements driver.Bodies. The reader keeps the wrapped reader's

@@ -33,7 +33,7 @@ type Store struct {
 }
 
 type body struct {
-	data    []byte
+	data    *blocks
 	modTime time.Time
 	version string
 }
@@ -76,7 +76,7 @@ func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
 
 type writer struct {
 	s    *Store
-	buf  bytes.Buffer
+	buf  blocks
 	done bool
 }
 
@@ -84,14 +84,15 @@ func (w *writer) Write(p []byte) (int, error) {
 	if w.done {
 		return 0, errors.New("memstore: write after end")
 	}
-	return w.buf.Write(p)
+	w.buf.write(p)
+	return len(p), nil
 }
 
 // Grow reserves room for n more bytes, so that a body whose size the
 // Store knows is copied once.
 func (w *writer) Grow(n int) {
 	if !w.done && n > 0 {
-		w.buf.Grow(n)
+		w.buf.grow(n)
 	}
 }
 
@@ -112,20 +113,21 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 		return fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrExist)
 	}
 	s.version++
-	s.bodies[key] = &body{data: w.buf.Bytes(), modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
-	w.done = true
-	w.buf = bytes.Buffer{}
+	s.bodies[key] = &body{data: &w.buf, modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
+	w.done = true // the body keeps w.buf
 	return nil
 }
 
 func (w *writer) Abort() error {
-	w.done = true
-	w.buf = bytes.Buffer{}
+	if !w.done {
+		w.done = true
+		w.buf = blocks{}
+	}
 	return nil
 }
 
 func (b *body) info(key string) driver.Info {
-	return driver.Info{Key: key, Size: int64(len(b.data)), ModTime: b.modTime, Version: b.version}
+	return driver.Info{Key: key, Size: b.data.size, ModTime: b.modTime, Version: b.version}
 }
 
 func (s *Store) get(ctx context.Context, key string) (*body, error) {
@@ -151,11 +153,11 @@ func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &reader{Reader: bytes.NewReader(b.data), info: b.info(key)}, nil
+	return &reader{blockReader: blockReader{bs: b.data}, info: b.info(key)}, nil
 }
 
 type reader struct {
-	*bytes.Reader
+	blockReader
 	info driver.Info
 }
 
@@ -215,7 +217,7 @@ func (s *Store) Tamper(key string, data []byte) bool {
 	b, ok := s.bodies[key]
 	if ok {
 		s.version++
-		s.bodies[key] = &body{data: bytes.Clone(data), modTime: b.modTime, version: strconv.FormatUint(s.version, 10)}
+		s.bodies[key] = &body{data: &blocks{b: [][]byte{bytes.Clone(data)}, size: int64(len(data))}, modTime: b.modTime, version: strconv.FormatUint(s.version, 10)}
 	}
 	return ok
 }
