@@ -13,11 +13,34 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// digestBytes hashes and classifies byte input in one pass over it (the
-// two overlapped on a large body), keeping the digest for the write.
+// digestBytes hashes and classifies byte input, keeping the digest for the
+// write. A body of overlapMin bytes or more is classified by the workspace
+// on a goroutine of its own, overlapped with the hash; a smaller one here,
+// first, by a classifier that stays on the stack.
 func (st *storing) digestBytes(ctx context.Context) error {
+	if len(st.bytes) >= overlapMin {
+		return st.digestOverlapped(ctx)
+	}
 	var c classify.Classifier
-	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: &c})
+	_, _ = c.Write(st.bytes)
+	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, nil)
+	if err != nil {
+		return err
+	}
+	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
+	return nil
+}
+
+// overlapMin is the smallest byte input whose classification overlaps its
+// hash: workspace.IngestBytes runs its observer on a goroutine of its own
+// from one chunk (256 KiB) on; below that a hand-off costs more than it
+// saves.
+const overlapMin = 256 << 10
+
+// digestOverlapped is digestBytes for a large body.
+func (st *storing) digestOverlapped(ctx context.Context) error {
+	c := new(classify.Classifier)
+	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c})
 	if err != nil {
 		return err
 	}
@@ -77,7 +100,7 @@ func (st *storing) abort(err error) (*OffloadResult, error) {
 
 // attachDecisions maps what the workspace did in §4 step 5 to the
 // decision's outcome and reason.
-var attachDecisions = map[workspace.AttachCase]struct {
+var attachDecisions = [...]struct {
 	outcome Outcome
 	reason  Reason
 }{
@@ -102,10 +125,10 @@ func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
 		Description: st.o.describe(st.call.Tool, st.call.ID),
 		CreatedAt:   now, LastUsedAt: now,
 	})
-	d, ok := attachDecisions[c]
-	if !ok {
+	if int(c) >= len(attachDecisions) || attachDecisions[c].outcome == 0 {
 		return st.abort(err)
 	}
+	d := attachDecisions[c]
 	return st.result(ctx, d.outcome, d.reason)
 }
 

@@ -58,8 +58,18 @@ type Pending struct {
 	b    []byte        // IngestBytes: the bytes, until written
 	mem  []byte        // IngestBytes: the bytes, kept to verify a stored body against
 	ref  artifact.Ref
+	hex  string // ref's key, once asked for (see key)
 	size int64
 	done bool
+}
+
+// key returns the driver key of p's body (its digest in hex), computed
+// once per Pending.
+func (p *Pending) key() string {
+	if p.hex == "" {
+		p.hex = p.ref.Hex()
+	}
+	return p.hex
 }
 
 // Ref is the reference of the body's bytes.
@@ -238,7 +248,7 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 	if err := p.write(ctx); err != nil {
 		return 0, err
 	}
-	key := p.ref.Hex()
+	key := p.key()
 	err := p.w.Commit(ctx, key, false)
 	if err == nil {
 		p.done = true
@@ -323,26 +333,38 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // body verifies exactly when it equals them: it is compared with them
 // (one read, no hash). A streamed body is hashed again.
 func (p *Pending) verifyStored(ctx context.Context) error {
-	if p.mem == nil {
-		return p.s.VerifyBody(ctx, p.ref, p.size)
-	}
 	s, ref := p.s, p.ref
 	if err := s.check(ctx, ref); err != nil {
 		return wrap("verify", ref, err)
 	}
-	info, err := s.bodies.Stat(ctx, ref.Hex())
-	if err != nil {
+	if err := p.statStored(ctx); err != nil {
 		return wrap("verify", ref, err)
 	}
-	if info.Size != p.size {
-		return wrap("verify", ref, ErrCorrupt)
-	}
-	r, err := s.bodies.Open(ctx, ref.Hex())
+	r, err := s.bodies.Open(ctx, p.key())
 	if err != nil {
 		return wrap("verify", ref, err)
 	}
 	defer r.Close()
+	if p.mem == nil {
+		s.verifyHashed.Add(p.size)
+		return wrap("verify", ref, hashCheck(ctx, r, ref, p.size, nil))
+	}
 	return wrap("verify", ref, equalCheck(ctx, r, p.mem))
+}
+
+// statStored is the first, cheap part of verifyStored: the stored body of
+// p's digest is present and has p's size. It returns the driver's error as
+// is (fs.ErrNotExist for an absent body, not wrapped, so that the common
+// miss allocates nothing here) or ErrCorrupt.
+func (p *Pending) statStored(ctx context.Context) error {
+	info, err := p.s.bodies.Stat(ctx, p.key())
+	switch {
+	case err != nil:
+		return err
+	case info.Size != p.size:
+		return ErrCorrupt
+	}
+	return nil
 }
 
 // equalCheck reads at most len(want)+1 bytes of r and checks that they are
