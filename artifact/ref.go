@@ -141,7 +141,9 @@ func (r Ref) Hex() string {
 	if !r.valid {
 		return ""
 	}
-	return hex.EncodeToString(r.sum[:])
+	var b [2 * sha256.Size]byte
+	hex.Encode(b[:], r.sum[:])
+	return string(b[:])
 }
 
 // String returns the canonical text, or "" for the zero Ref.

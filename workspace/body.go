@@ -337,14 +337,16 @@ func (p *Pending) verifyStored(ctx context.Context) error {
 	if err := s.check(ctx, ref); err != nil {
 		return wrap("verify", ref, err)
 	}
-	if err := p.statStored(ctx); err != nil {
-		return wrap("verify", ref, err)
-	}
+	// The reader describes the body it was opened on: a size that differs
+	// is caught here, before reading, without a Stat of its own.
 	r, err := s.bodies.Open(ctx, p.key())
 	if err != nil {
 		return wrap("verify", ref, err)
 	}
 	defer r.Close()
+	if r.Info().Size != p.size {
+		return wrap("verify", ref, ErrCorrupt)
+	}
 	if p.mem == nil {
 		s.verifyHashed.Add(p.size)
 		return wrap("verify", ref, hashCheck(ctx, r, ref, p.size, nil))
@@ -352,8 +354,8 @@ func (p *Pending) verifyStored(ctx context.Context) error {
 	return wrap("verify", ref, equalCheck(ctx, r, p.mem))
 }
 
-// statStored is the first, cheap part of verifyStored: the stored body of
-// p's digest is present and has p's size. It returns the driver's error as
+// statStored is a cheap first look at the stored body of p's digest,
+// without reading it: present and of p's size. It returns the driver's error as
 // is (fs.ErrNotExist for an absent body, not wrapped, so that the common
 // miss allocates nothing here) or ErrCorrupt.
 func (p *Pending) statStored(ctx context.Context) error {
@@ -370,6 +372,23 @@ func (p *Pending) statStored(ctx context.Context) error {
 // equalCheck reads at most len(want)+1 bytes of r and checks that they are
 // exactly want.
 func equalCheck(ctx context.Context, r io.Reader, want []byte) error {
+	if len(want) < chunkSize {
+		// One chunk: read it whole and compare, as pump would, without
+		// building its stages.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		m, _, err := fill(r, *bp, int64(len(want))+1)
+		switch {
+		case err != nil:
+			return err
+		case !bytes.Equal((*bp)[:m], want):
+			return ErrCorrupt
+		}
+		return nil
+	}
 	n, rerr, cerr := pump(ctx, r, int64(len(want))+1, func(off int64, b []byte) error {
 		if off+int64(len(b)) > int64(len(want)) || !bytes.Equal(b, want[off:off+int64(len(b))]) {
 			return ErrCorrupt
