@@ -144,16 +144,40 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	}
 	o = o.forTool(call.Tool)
 	rewind := rewinder(r)
-	// The head grows with what arrives, so a large threshold costs memory
-	// only for results that are actually that large.
-	var head bytes.Buffer
-	n, err := io.CopyN(&head, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
+	// The first threshold+1 bytes decide. Under a threshold smaller than
+	// smallStream they are read straight into the buffer a small stream is
+	// decided from; otherwise the head grows with what arrives, so a large
+	// threshold costs memory only for results that are actually that large.
+	var bp *[]byte
+	var head []byte
+	var n int64
+	var err error
+	if o.policy.InlineThreshold < smallStream {
+		bp = smallPool.Get().(*[]byte)
+		defer smallPool.Put(bp)
+		var m int
+		m, err = io.ReadFull(r, (*bp)[:o.policy.InlineThreshold+1])
+		head, n = (*bp)[:m], int64(m)
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
+	} else {
+		var buf bytes.Buffer
+		n, err = io.CopyN(&buf, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
+		head = buf.Bytes()
+	}
 	switch {
 	case ctx.Err() != nil:
 		// Cancelled while waiting for input: no decision, whatever arrived.
 		return nil, ctx.Err()
 	case err == io.EOF:
-		out := &OffloadResult{content: head.Bytes(), Consumed: n}
+		out := &OffloadResult{Consumed: n}
+		if n > 0 {
+			out.content = head
+			if bp != nil {
+				out.content = bytes.Clone(head) // the pooled buffer goes back
+			}
+		}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	case err != nil:
 		return nil, sourceError(err)
@@ -169,11 +193,13 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	// A result that ends within smallStream bytes is decided from memory,
 	// like byte input: no pipeline, and a reuse compares the stored body
 	// with it instead of hashing it again.
-	var rest io.Reader = &head
+	var rest io.Reader
 	if lim := min(limit, smallStream); st.read <= lim {
-		bp := smallPool.Get().(*[]byte)
-		defer smallPool.Put(bp)
-		buf := append((*bp)[:0], head.Bytes()...)
+		if bp == nil {
+			bp = smallPool.Get().(*[]byte)
+			defer smallPool.Put(bp)
+		}
+		buf := append((*bp)[:0], head...) // in place when the head is in it
 		m, err := io.ReadFull(r, buf[len(buf):lim+1])
 		st.read += int64(m)
 		st.size = st.read
@@ -198,6 +224,8 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 			return st.result(ctx, Failed, ExceedsMaxArtifactSize)
 		}
 		rest = bytes.NewReader(buf)
+	} else {
+		rest = bytes.NewReader(head)
 	}
 	var c classify.Classifier
 	src := &countingReader{r: io.MultiReader(rest, r)}
