@@ -38,7 +38,10 @@ func TestAttachFailures(t *testing.T) {
 		if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachCreated || err != nil {
 			t.Fatalf("first Attach = %v, %v", c, err)
 		}
+		// The verification opens the body (and reads the size of what it
+		// opened); a stat would fail the same way.
 		h.Stat = func(context.Context, string) error { return errInjected }
+		h.Open = func(context.Context, string) error { return errInjected }
 		in.Reset()
 		c, err := attachOf(ctx, s, ownerA, data)
 		if c != workspace.AttachReadFailed || !errors.Is(err, errInjected) || in.Counts().NewWriters != 0 {
