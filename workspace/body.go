@@ -72,6 +72,21 @@ func (p *Pending) key() string {
 	return p.hex
 }
 
+// statStored is a cheap first look at the stored body of p's digest,
+// without reading it: present and of p's size. It returns the driver's error as
+// is (fs.ErrNotExist for an absent body, not wrapped, so that the common
+// miss allocates nothing here) or ErrCorrupt.
+func (p *Pending) statStored(ctx context.Context) error {
+	info, err := p.s.bodies.Stat(ctx, p.key())
+	switch {
+	case err != nil:
+		return err
+	case info.Size != p.size:
+		return ErrCorrupt
+	}
+	return nil
+}
+
 // Ref is the reference of the body's bytes.
 func (p *Pending) Ref() artifact.Ref { return p.ref }
 
@@ -333,40 +348,25 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // body verifies exactly when it equals them: it is compared with them
 // (one read, no hash). A streamed body is hashed again.
 func (p *Pending) verifyStored(ctx context.Context) error {
+	if p.mem == nil {
+		return p.s.VerifyBody(ctx, p.ref, p.size)
+	}
 	s, ref := p.s, p.ref
 	if err := s.check(ctx, ref); err != nil {
 		return wrap("verify", ref, err)
 	}
 	// The reader describes the body it was opened on: a size that differs
-	// is caught here, before reading, without a Stat of its own.
+	// is caught here, before reading, without a stat of its own.
 	r, err := s.bodies.Open(ctx, p.key())
 	if err != nil {
 		return wrap("verify", ref, err)
 	}
-	defer r.Close()
 	if r.Info().Size != p.size {
+		_ = r.Close()
 		return wrap("verify", ref, ErrCorrupt)
 	}
-	if p.mem == nil {
-		s.verifyHashed.Add(p.size)
-		return wrap("verify", ref, hashCheck(ctx, r, ref, p.size, nil))
-	}
+	defer r.Close()
 	return wrap("verify", ref, equalCheck(ctx, r, p.mem))
-}
-
-// statStored is a cheap first look at the stored body of p's digest,
-// without reading it: present and of p's size. It returns the driver's error as
-// is (fs.ErrNotExist for an absent body, not wrapped, so that the common
-// miss allocates nothing here) or ErrCorrupt.
-func (p *Pending) statStored(ctx context.Context) error {
-	info, err := p.s.bodies.Stat(ctx, p.key())
-	switch {
-	case err != nil:
-		return err
-	case info.Size != p.size:
-		return ErrCorrupt
-	}
-	return nil
 }
 
 // equalCheck reads at most len(want)+1 bytes of r and checks that they are

@@ -90,8 +90,7 @@ func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
 
 type writer struct {
 	s    *Store
-	buf  []byte
-	hint int // the size announced by Grow, if any
+	buf  bytes.Buffer
 	done bool
 }
 
@@ -99,23 +98,14 @@ func (w *writer) Write(p []byte) (int, error) {
 	if w.done {
 		return 0, errors.New("memstore: write after end")
 	}
-	if w.buf == nil && w.hint > len(p) {
-		w.buf = make([]byte, 0, w.hint)
-	}
-	// A body written at once is appended to nothing: the runtime then
-	// copies it into fresh memory without clearing that memory first.
-	w.buf = append(w.buf, p...)
-	return len(p), nil
+	return w.buf.Write(p)
 }
 
 // Grow reserves room for n more bytes, so that a body whose size the
 // Store knows is copied once.
 func (w *writer) Grow(n int) {
 	if !w.done && n > 0 {
-		w.hint = len(w.buf) + n
-		if w.buf != nil && cap(w.buf) < w.hint {
-			w.buf = append(make([]byte, 0, w.hint), w.buf...)
-		}
+		w.buf.Grow(n)
 	}
 }
 
@@ -136,15 +126,15 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 		return errBodyExists
 	}
 	s.version++
-	s.bodies[key] = &body{data: w.buf, modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
+	s.bodies[key] = &body{data: w.buf.Bytes(), modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
 	w.done = true
-	w.buf = nil
+	w.buf = bytes.Buffer{}
 	return nil
 }
 
 func (w *writer) Abort() error {
 	w.done = true
-	w.buf = nil
+	w.buf = bytes.Buffer{}
 	return nil
 }
 
@@ -175,13 +165,11 @@ func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &reader{info: b.info(key)}
-	r.Reset(b.data)
-	return r, nil
+	return &reader{Reader: bytes.NewReader(b.data), info: b.info(key)}, nil
 }
 
 type reader struct {
-	bytes.Reader
+	*bytes.Reader
 	info driver.Info
 }
 
