@@ -73,9 +73,9 @@ func (p *Pending) key() string {
 }
 
 // statStored is a cheap first look at the stored body of p's digest,
-// without reading it: present and of p's size. It returns the driver's error as
-// is (fs.ErrNotExist for an absent body, not wrapped, so that the common
-// miss allocates nothing here) or ErrCorrupt.
+// without reading it: present and of p's size. It returns the driver's
+// error as is (fs.ErrNotExist for an absent body, not wrapped, so that the
+// common miss allocates nothing here) or ErrCorrupt.
 func (p *Pending) statStored(ctx context.Context) error {
 	info, err := p.s.bodies.Stat(ctx, p.key())
 	switch {
