@@ -90,13 +90,19 @@ func parseDiagRef(s string, required bool) (artifact.Ref, error) {
 // newOffloadDiagnostics validates and builds the snapshot of one offload
 // decision. ref is the canonical text, or "" for none.
 func newOffloadDiagnostics(outcome Outcome, reason Reason, observed, threshold int64, ref string) (*Diagnostics, error) {
+	r, rerr := parseDiagRef(ref, ref != "")
 	d := new(Diagnostics)
-	return d, initOffloadDiagnostics(d, outcome, reason, observed, threshold, ref)
+	if err := initOffloadDiagnostics(d, outcome, reason, observed, threshold, r); err != nil {
+		return d, err
+	}
+	return d, rerr
 }
 
-// initOffloadDiagnostics is newOffloadDiagnostics in place, so an outcome can
-// embed its snapshot without a second allocation.
-func initOffloadDiagnostics(d *Diagnostics, outcome Outcome, reason Reason, observed, threshold int64, ref string) error {
+// initOffloadDiagnostics builds the snapshot of one offload decision in
+// place, so an outcome can embed its snapshot without a second allocation.
+// ref is the decision's reference, or the zero Ref for none; the offloader
+// holds it as a value, so it is checked for presence, not parsed again.
+func initOffloadDiagnostics(d *Diagnostics, outcome Outcome, reason Reason, observed, threshold int64, ref artifact.Ref) error {
 	if outcome.Operation() != OpOffload {
 		return fmt.Errorf("%w: %v is not an offload outcome", errOutOfRange, outcome)
 	}
@@ -106,12 +112,14 @@ func initOffloadDiagnostics(d *Diagnostics, outcome Outcome, reason Reason, obse
 	if observed < 0 || threshold <= 0 {
 		return fmt.Errorf("%w: observed %d, threshold %d", errOutOfRange, observed, threshold)
 	}
-	r, err := parseDiagRef(ref, outcome == Offloaded || outcome == ExistingReference)
-	if err != nil {
-		return err
+	switch required := outcome == Offloaded || outcome == ExistingReference; {
+	case required && ref.IsZero():
+		return fmt.Errorf("%w: required", errInvalidRefText)
+	case !required && !ref.IsZero():
+		return fmt.Errorf("%w: not allowed on this outcome", errInvalidRefText)
 	}
 	*d = Diagnostics{op: OpOffload, outcome: outcome, content: ToolResult, reason: reason,
-		observed: observed, hasObs: true, configured: threshold, ref: r, attrIn: observed}
+		observed: observed, hasObs: true, configured: threshold, ref: ref, attrIn: observed}
 	switch outcome {
 	case Inline:
 		d.attrOut, d.hasOut = observed, true

@@ -1,6 +1,7 @@
 package hybridctx
 
 import (
+	"encoding/hex"
 	"strconv"
 	"strings"
 
@@ -15,29 +16,40 @@ const readWindow = 65536
 
 // storedNotice renders the three-line notice of an offloaded or existing
 // result. It depends only on the body and the policy, so it is byte-identical
-// each time (prompt-cache stable).
+// each time (prompt-cache stable). It is assembled in a buffer on the stack
+// and allocates only the string it returns.
 func storedNotice(ref artifact.Ref, size, lines int64, kind, tool string) string {
-	refText := ref.String()
-	k := strconv.FormatInt(min(size, readWindow), 10)
-	var b strings.Builder
-	b.Grow(320)
-	b.WriteString(refText)
-	b.WriteByte('\n')
-	b.WriteString(strconv.FormatInt(size, 10))
-	b.WriteString(" bytes, ")
-	b.WriteString(strconv.FormatInt(lines, 10))
-	b.WriteString(" lines, ")
-	b.WriteString(kind)
-	b.WriteString("; stored outside this conversation.\nRead it with ")
-	b.WriteString(tool)
-	b.WriteString(` {"reference": "`)
-	b.WriteString(refText)
-	b.WriteString(`", "offset": 0, "length": `)
-	b.WriteString(k)
-	b.WriteString(`, "max_bytes": `)
-	b.WriteString(k)
-	b.WriteString("}.")
-	return b.String()
+	var buf [noticeBuf]byte
+	b := appendRef(buf[:0], ref)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, " bytes, "...)
+	b = strconv.AppendInt(b, lines, 10)
+	b = append(b, " lines, "...)
+	b = append(b, kind...)
+	b = append(b, "; stored outside this conversation.\nRead it with "...)
+	b = append(b, tool...)
+	b = append(b, ` {"reference": "`...)
+	b = appendRef(b, ref)
+	b = append(b, `", "offset": 0, "length": `...)
+	k := min(size, readWindow)
+	b = strconv.AppendInt(b, k, 10)
+	b = append(b, `, "max_bytes": `...)
+	b = strconv.AppendInt(b, k, 10)
+	b = append(b, "}."...)
+	return string(b)
+}
+
+// noticeBuf is room for every stored notice: two references, three numbers
+// of at most 19 digits, the longest kind and read tool name (64 bytes), and
+// the fixed words.
+const noticeBuf = 2*artifact.RefLen + 3*19 + 6 + MaxReadToolNameLen + 160
+
+// appendRef appends ref's canonical text.
+func appendRef(b []byte, ref artifact.Ref) []byte {
+	sum := ref.Sum()
+	b = append(b, artifact.Prefix...)
+	return hex.AppendEncode(b, sum[:])
 }
 
 // failureAdvice is the one line of advice after a categorical failure.

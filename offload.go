@@ -231,11 +231,7 @@ func (o *Offloader) bypass(ctx context.Context, s *Segment) (*OffloadResult, err
 
 // finish validates the snapshot, fills the notice and reports the event.
 func (o *Offloader) finish(ctx context.Context, out *OffloadResult, oc Outcome, r Reason, observed int64) (*OffloadResult, error) {
-	ref := ""
-	if oc == Offloaded || oc == ExistingReference {
-		ref = out.Ref.String()
-	}
-	if err := initOffloadDiagnostics(&out.diag, oc, r, observed, o.policy.InlineThreshold, ref); err != nil {
+	if err := initOffloadDiagnostics(&out.diag, oc, r, observed, o.policy.InlineThreshold, out.Ref); err != nil {
 		return nil, err
 	}
 	if oc == Failed || oc == RecoveryRequired {

@@ -13,11 +13,34 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// digestBytes hashes and classifies byte input in one pass over it (the
-// two overlapped on a large body), keeping the digest for the write.
+// digestBytes hashes and classifies byte input, keeping the digest for the
+// write. A body of overlapMin bytes or more is classified by the workspace
+// on a goroutine of its own, overlapped with the hash; a smaller one here,
+// first, by a classifier that stays on the stack.
 func (st *storing) digestBytes(ctx context.Context) error {
+	if len(st.bytes) >= overlapMin {
+		return st.digestOverlapped(ctx)
+	}
 	var c classify.Classifier
-	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: &c})
+	_, _ = c.Write(st.bytes)
+	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, nil)
+	if err != nil {
+		return err
+	}
+	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
+	return nil
+}
+
+// overlapMin is the smallest byte input whose classification overlaps its
+// hash: workspace.IngestBytes runs its observer on a goroutine of its own
+// from one chunk (256 KiB) on; below that a hand-off costs more than it
+// saves.
+const overlapMin = 256 << 10
+
+// digestOverlapped is digestBytes for a large body.
+func (st *storing) digestOverlapped(ctx context.Context) error {
+	c := new(classify.Classifier)
+	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c})
 	if err != nil {
 		return err
 	}
@@ -77,7 +100,7 @@ func (st *storing) abort(err error) (*OffloadResult, error) {
 
 // attachDecisions maps what the workspace did in §4 step 5 to the
 // decision's outcome and reason.
-var attachDecisions = map[workspace.AttachCase]struct {
+var attachDecisions = [...]struct {
 	outcome Outcome
 	reason  Reason
 }{
@@ -102,10 +125,10 @@ func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
 		Description: st.o.describe(st.call.Tool, st.call.ID),
 		CreatedAt:   now, LastUsedAt: now,
 	})
-	d, ok := attachDecisions[c]
-	if !ok {
+	if int(c) >= len(attachDecisions) || attachDecisions[c].outcome == 0 {
 		return st.abort(err)
 	}
+	d := attachDecisions[c]
 	return st.result(ctx, d.outcome, d.reason)
 }
 
@@ -121,16 +144,40 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	}
 	o = o.forTool(call.Tool)
 	rewind := rewinder(r)
-	// The head grows with what arrives, so a large threshold costs memory
-	// only for results that are actually that large.
-	var head bytes.Buffer
-	n, err := io.CopyN(&head, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
+	// The first threshold+1 bytes decide. Under a threshold smaller than
+	// smallStream they are read straight into the buffer a small stream is
+	// decided from; otherwise the head grows with what arrives, so a large
+	// threshold costs memory only for results that are actually that large.
+	var bp *[]byte
+	var head []byte
+	var n int64
+	var err error
+	if o.policy.InlineThreshold < smallStream {
+		bp = smallPool.Get().(*[]byte)
+		defer smallPool.Put(bp)
+		var m int
+		m, err = io.ReadFull(r, (*bp)[:o.policy.InlineThreshold+1])
+		head, n = (*bp)[:m], int64(m)
+		if err == io.ErrUnexpectedEOF {
+			err = io.EOF
+		}
+	} else {
+		var buf bytes.Buffer
+		n, err = io.CopyN(&buf, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
+		head = buf.Bytes()
+	}
 	switch {
 	case ctx.Err() != nil:
 		// Cancelled while waiting for input: no decision, whatever arrived.
 		return nil, ctx.Err()
 	case err == io.EOF:
-		out := &OffloadResult{content: head.Bytes(), Consumed: n}
+		out := &OffloadResult{Consumed: n}
+		if n > 0 {
+			out.content = head
+			if bp != nil {
+				out.content = bytes.Clone(head) // the pooled buffer goes back
+			}
+		}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	case err != nil:
 		return nil, sourceError(err)
@@ -146,11 +193,13 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	// A result that ends within smallStream bytes is decided from memory,
 	// like byte input: no pipeline, and a reuse compares the stored body
 	// with it instead of hashing it again.
-	var rest io.Reader = &head
+	var rest io.Reader
 	if lim := min(limit, smallStream); st.read <= lim {
-		bp := smallPool.Get().(*[]byte)
-		defer smallPool.Put(bp)
-		buf := append((*bp)[:0], head.Bytes()...)
+		if bp == nil {
+			bp = smallPool.Get().(*[]byte)
+			defer smallPool.Put(bp)
+		}
+		buf := append((*bp)[:0], head...) // in place when the head is in it
 		m, err := io.ReadFull(r, buf[len(buf):lim+1])
 		st.read += int64(m)
 		st.size = st.read
@@ -175,6 +224,8 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 			return st.result(ctx, Failed, ExceedsMaxArtifactSize)
 		}
 		rest = bytes.NewReader(buf)
+	} else {
+		rest = bytes.NewReader(head)
 	}
 	var c classify.Classifier
 	src := &countingReader{r: io.MultiReader(rest, r)}

@@ -46,6 +46,9 @@ func (o Owner) Missing() []string {
 // Validate reports whether o is complete and well formed. The error wraps
 // ErrInvalidOwner and names fields, never their values.
 func (o Owner) Validate() error {
+	if plainField(o.User) && plainField(o.Workflow) && plainField(o.Session) {
+		return nil
+	}
 	if m := o.Missing(); len(m) > 0 {
 		return fmt.Errorf("%w: missing %s", ErrInvalidOwner, strings.Join(m, ", "))
 	}
@@ -64,6 +67,23 @@ func (o Owner) Validate() error {
 		}
 	}
 	return nil
+}
+
+// plainField reports, without allocating, that f is a valid owner field
+// of the common kind: 1 to MaxOwnerFieldLen printable ASCII bytes (space
+// included, but not first or last). Validate checks every other field in
+// full; this only spares the owner checks of each workspace call their
+// cost.
+func plainField(f string) bool {
+	if len(f) == 0 || len(f) > MaxOwnerFieldLen || f[0] == ' ' || f[len(f)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(f); i++ {
+		if c := f[i]; c < ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // LogValue implements slog.LogValuer: an owner never reaches a log.

@@ -83,27 +83,52 @@ func ParseDigest(h string) (Ref, error) {
 
 func parseHex(h string, n int) (Ref, error) {
 	var r Ref
+	var bad byte
 	for i := 0; i < len(r.sum); i++ {
-		hi, ok1 := nibble(h[2*i])
-		lo, ok2 := nibble(h[2*i+1])
-		if !ok1 || !ok2 {
-			return Ref{}, &ParseError{Len: n, Reason: "digest is not lowercase hex"}
-		}
+		hi, lo := hexValue[h[2*i]], hexValue[h[2*i+1]]
+		bad |= hi | lo
 		r.sum[i] = hi<<4 | lo
+	}
+	if bad&notHex != 0 {
+		return Ref{}, &ParseError{Len: n, Reason: "digest is not lowercase hex"}
 	}
 	r.valid = true
 	return r, nil
 }
 
-func nibble(c byte) (byte, bool) {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0', true
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10, true
+// ValidDigest reports whether h is exactly 64 lowercase hex digits: the
+// digest part of a canonical reference, and the key under which every
+// workspace backend stores a body. It does not allocate, and takes no
+// branch per digit (hex digits are random, so a branch per digit would
+// mispredict half the time).
+func ValidDigest(h string) bool {
+	if len(h) != 2*sha256.Size {
+		return false
 	}
-	return 0, false
+	var bad byte
+	for i := 0; i < len(h); i++ {
+		bad |= hexValue[h[i]]
+	}
+	return bad&notHex == 0
 }
+
+// notHex marks the bytes that are not lowercase hex digits in hexValue.
+const notHex = 0xf0
+
+// hexValue maps each lowercase hex digit to its value and every other byte
+// to notHex.
+var hexValue = func() (t [256]byte) {
+	for i := range t {
+		t[i] = notHex
+	}
+	for c := byte('0'); c <= '9'; c++ {
+		t[c] = c - '0'
+	}
+	for c := byte('a'); c <= 'f'; c++ {
+		t[c] = c - 'a' + 10
+	}
+	return t
+}()
 
 // IsZero reports whether r is the zero Ref (no reference).
 func (r Ref) IsZero() bool { return !r.valid }
@@ -116,7 +141,9 @@ func (r Ref) Hex() string {
 	if !r.valid {
 		return ""
 	}
-	return hex.EncodeToString(r.sum[:])
+	var b [2 * sha256.Size]byte
+	hex.Encode(b[:], r.sum[:])
+	return string(b[:])
 }
 
 // String returns the canonical text, or "" for the zero Ref.

@@ -121,9 +121,23 @@ func TestParseDigest(t *testing.T) {
 	if err != nil || r.Hex() != abcHex {
 		t.Fatalf("ParseDigest: %v", err)
 	}
-	for _, bad := range []string{"", abcHex[:63], strings.ToUpper(abcHex), "../" + abcHex[3:]} {
+	if !artifact.ValidDigest(abcHex) {
+		t.Fatal("ValidDigest rejected a digest")
+	}
+	bads := []string{"", abcHex[:63], abcHex + "0", strings.ToUpper(abcHex), "../" + abcHex[3:]}
+	// Every byte that is not a lowercase hex digit, at the first and last
+	// place.
+	for c := range 256 {
+		if b := byte(c); (b < '0' || b > '9') && (b < 'a' || b > 'f') {
+			bads = append(bads, string(b)+abcHex[1:], abcHex[:63]+string(b))
+		}
+	}
+	for _, bad := range bads {
 		if _, err := artifact.ParseDigest(bad); err == nil {
 			t.Errorf("ParseDigest(%q) accepted", bad)
+		}
+		if artifact.ValidDigest(bad) {
+			t.Errorf("ValidDigest(%q) accepted", bad)
 		}
 	}
 }
@@ -140,6 +154,9 @@ func FuzzParseRef(f *testing.F) {
 		r, err := artifact.ParseRef(s)
 		if want := canonical.MatchString(s); want != (err == nil) {
 			t.Fatalf("ParseRef(%q) err=%v, regexp says %v", s, err, want)
+		}
+		if d := strings.TrimPrefix(s, artifact.Prefix); artifact.ValidDigest(d) != canonical.MatchString(artifact.Prefix+d) {
+			t.Fatalf("ValidDigest(%q) = %v, the regexp disagrees", d, artifact.ValidDigest(d))
 		}
 		if err != nil {
 			if !r.IsZero() {

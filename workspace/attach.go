@@ -83,14 +83,22 @@ func (s *Store) Attach(ctx context.Context, p *Pending, rec artifact.Record) (At
 		return AttachWriteFailed, wrap("attach", p.ref, errors.New("pending body already ended"))
 	}
 	rec.Ref, rec.Size = p.ref, p.size
-	cur, err := s.GetRecord(ctx, rec.Owner, rec.Ref)
+	// The owner and reference are checked once here; the steps below call
+	// the drivers directly and wrap only the errors they return.
+	if err := s.checkOwner(ctx, rec.Owner, rec.Ref); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		return AttachReadFailed, wrap("record", rec.Ref, err)
+	}
+	cur, err := s.records.GetRecord(ctx, rec.Owner, rec.Ref)
 	switch {
 	case err == nil:
 		return s.attachOwn(ctx, p, cur, rec)
 	case ctx.Err() != nil:
 		return 0, ctx.Err()
 	case !isNotExist(err):
-		return AttachReadFailed, err
+		return AttachReadFailed, wrap("record", rec.Ref, err)
 	}
 	return s.attachNew(ctx, p, rec)
 }
@@ -132,25 +140,30 @@ func (s *Store) attachOwn(ctx context.Context, p *Pending, cur, rec artifact.Rec
 
 // attachNew attaches p for an owner without a record of it.
 func (s *Store) attachNew(ctx context.Context, p *Pending, rec artifact.Record) (AttachCase, error) {
-	// Reusing a stored body: hold its lock from finding it present to
-	// committing the record, so that garbage collection cannot delete it
-	// in between. A body written below, by this call or a concurrent one,
-	// was committed just now and is protected by the grace period instead.
-	unlock, err := s.lockBody(ctx, p.ref)
-	if err != nil {
-		return failedUnlessCanceled(ctx, AttachWriteFailed, err)
+	// Most new records come with a new body: look for it without the lock
+	// first. A stored body is reused under its lock, held from verifying
+	// it to committing the record, so that garbage collection cannot
+	// delete it in between. A body absent here and written below, by this
+	// call or a concurrent one, was committed just now and is protected by
+	// the grace period instead, as it would be had the lock been taken.
+	verr := p.statStored(ctx)
+	if verr == nil {
+		unlock, err := s.lockKey(ctx, p.ref, p.key())
+		if err != nil {
+			return failedUnlessCanceled(ctx, AttachWriteFailed, err)
+		}
+		verr = p.verifyStored(ctx)
+		if verr == nil && ctx.Err() == nil {
+			defer unlock()
+			return s.commitRecord(ctx, rec, false)
+		}
+		unlock()
 	}
-	verr := p.verifyStored(ctx)
-	if verr == nil && ctx.Err() == nil {
-		defer unlock()
-		return s.commitRecord(ctx, rec, false)
-	}
-	unlock()
 	switch {
 	case ctx.Err() != nil:
 		return 0, ctx.Err()
 	case !isCorruptOrGone(verr):
-		return AttachWriteFailed, verr
+		return AttachWriteFailed, wrap("verify", p.ref, verr)
 	}
 	res, err := p.Commit(ctx)
 	if err != nil {
@@ -169,7 +182,7 @@ func (s *Store) attachNew(ctx context.Context, p *Pending, rec artifact.Record) 
 // commitRecord creates the owner's record once the body is in place;
 // landed says whether this call's bytes became the body.
 func (s *Store) commitRecord(ctx context.Context, rec artifact.Record, landed bool) (AttachCase, error) {
-	created, err := s.CreateRecord(ctx, rec)
+	created, err := s.createRecord(ctx, rec)
 	switch {
 	case err != nil && ctx.Err() != nil && landed:
 		return AttachCanceledAfterWrite, err
@@ -200,13 +213,18 @@ func isCorruptOrGone(err error) bool { return errors.Is(err, ErrCorrupt) || isNo
 // backend without a Locker it returns a no-op (and CollectGarbage refuses
 // to run there).
 func (s *Store) lockBody(ctx context.Context, ref artifact.Ref) (unlock func(), err error) {
+	return s.lockKey(ctx, ref, ref.Hex())
+}
+
+// lockKey is lockBody for a caller that holds ref's key already.
+func (s *Store) lockKey(ctx context.Context, ref artifact.Ref, key string) (unlock func(), err error) {
 	if err := s.check(ctx, ref); err != nil {
 		return nil, wrap("lock", ref, err)
 	}
 	if s.locker == nil {
 		return func() {}, nil
 	}
-	u, err := s.locker.Lock(ctx, ref.Hex())
+	u, err := s.locker.Lock(ctx, key)
 	if err != nil {
 		return nil, wrap("lock", ref, err)
 	}

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
+	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
 // attachOf attaches data for owner on s at t0 (bytes form).
@@ -38,7 +40,10 @@ func TestAttachFailures(t *testing.T) {
 		if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachCreated || err != nil {
 			t.Fatalf("first Attach = %v, %v", c, err)
 		}
+		// The verification opens the body (and reads the size of what it
+		// opened); a stat would fail the same way.
 		h.Stat = func(context.Context, string) error { return errInjected }
+		h.Open = func(context.Context, string) error { return errInjected }
 		in.Reset()
 		c, err := attachOf(ctx, s, ownerA, data)
 		if c != workspace.AttachReadFailed || !errors.Is(err, errInjected) || in.Counts().NewWriters != 0 {
@@ -113,6 +118,48 @@ func TestAttachCaseNames(t *testing.T) {
 	for c, name := range want {
 		if c.String() != name {
 			t.Errorf("AttachCase(%d) = %q, want %q", c, c.String(), name)
+		}
+	}
+}
+
+// countingLocker is a memory backend that counts the per-body locks taken.
+type countingLocker struct {
+	*memstore.Store
+	locks atomic.Int64
+}
+
+func (c *countingLocker) Lock(ctx context.Context, key string) (func() error, error) {
+	c.locks.Add(1)
+	return c.Store.Lock(ctx, key)
+}
+
+// TestAttachLocksOnlyStoredBodies: a new body is written without its lock
+// (garbage collection cannot collect what is not there yet, and what this
+// call writes is protected by the grace period); a stored body is reused
+// by a new owner under it; an owner's own record needs none.
+func TestAttachLocksOnlyStoredBodies(t *testing.T) {
+	ctx := context.Background()
+	m := memstore.New()
+	cl := &countingLocker{Store: m}
+	s := workspace.New(cl, m)
+	data := bodyOf(41, 1000)
+	for _, step := range []struct {
+		name  string
+		owner artifact.Owner
+		want  workspace.AttachCase
+		locks int64
+	}{
+		{"new body", ownerA, workspace.AttachCreated, 0},
+		{"stored body, new owner", ownerB, workspace.AttachCreated, 1},
+		{"own record", ownerA, workspace.AttachExisting, 0},
+	} {
+		before := cl.locks.Load()
+		c, err := attachOf(ctx, s, step.owner, data)
+		if c != step.want || err != nil {
+			t.Fatalf("%s: Attach = %v, %v; want %v", step.name, c, err, step.want)
+		}
+		if n := cl.locks.Load() - before; n != step.locks {
+			t.Fatalf("%s: %d body locks taken, want %d", step.name, n, step.locks)
 		}
 	}
 }

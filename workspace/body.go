@@ -59,8 +59,33 @@ type Pending struct {
 	b    []byte        // IngestBytes: the bytes, until written
 	mem  []byte        // IngestBytes: the bytes, kept to verify a stored body against
 	ref  artifact.Ref
+	hex  string // ref's key, once asked for (see key)
 	size int64
 	done bool
+}
+
+// key returns the driver key of p's body (its digest in hex), computed
+// once per Pending.
+func (p *Pending) key() string {
+	if p.hex == "" {
+		p.hex = p.ref.Hex()
+	}
+	return p.hex
+}
+
+// statStored is a cheap first look at the stored body of p's digest,
+// without reading it: present and of p's size. It returns the driver's
+// error as is (fs.ErrNotExist for an absent body, not wrapped, so that the
+// common miss allocates nothing here) or ErrCorrupt.
+func (p *Pending) statStored(ctx context.Context) error {
+	info, err := p.s.bodies.Stat(ctx, p.key())
+	switch {
+	case err != nil:
+		return err
+	case info.Size != p.size:
+		return ErrCorrupt
+	}
+	return nil
 }
 
 // Ref is the reference of the body's bytes.
@@ -239,7 +264,7 @@ func (p *Pending) Commit(ctx context.Context) (PutResult, error) {
 	if err := p.write(ctx); err != nil {
 		return 0, err
 	}
-	key := p.ref.Hex()
+	key := p.key()
 	err := p.w.Commit(ctx, key, false)
 	if err == nil {
 		p.done = true
@@ -334,16 +359,15 @@ func (p *Pending) verifyStored(ctx context.Context) error {
 	if err := s.check(ctx, ref); err != nil {
 		return wrap("verify", ref, err)
 	}
-	info, err := s.bodies.Stat(ctx, ref.Hex())
+	// The reader describes the body it was opened on: a size that differs
+	// is caught here, before reading, without a stat of its own.
+	r, err := s.bodies.Open(ctx, p.key())
 	if err != nil {
 		return wrap("verify", ref, err)
 	}
-	if info.Size != p.size {
+	if r.Info().Size != p.size {
+		_ = r.Close()
 		return wrap("verify", ref, ErrCorrupt)
-	}
-	r, err := s.bodies.Open(ctx, ref.Hex())
-	if err != nil {
-		return wrap("verify", ref, err)
 	}
 	defer r.Close()
 	if p.mem == nil {
@@ -398,6 +422,23 @@ var piecePool = sync.Pool{New: func() any { b := make([]byte, comparePiece); ret
 // equalCheck reads at most len(want)+1 bytes of r and checks that they are
 // exactly want.
 func equalCheck(ctx context.Context, r io.Reader, want []byte) error {
+	if len(want) < chunkSize {
+		// One chunk: read it whole and compare, as pump would, without
+		// building its stages.
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		bp := bufPool.Get().(*[]byte)
+		defer bufPool.Put(bp)
+		m, _, err := fill(r, *bp, int64(len(want))+1)
+		switch {
+		case err != nil:
+			return err
+		case !bytes.Equal((*bp)[:m], want):
+			return ErrCorrupt
+		}
+		return nil
+	}
 	n, rerr, cerr := pump(ctx, r, int64(len(want))+1, func(off int64, b []byte) error {
 		if off+int64(len(b)) > int64(len(want)) || !bytes.Equal(b, want[off:off+int64(len(b))]) {
 			return ErrCorrupt

@@ -111,6 +111,11 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	if err := s.checkOwner(ctx, rec.Owner, rec.Ref); err != nil {
 		return false, wrap("record", rec.Ref, err)
 	}
+	return s.createRecord(ctx, rec)
+}
+
+// createRecord is CreateRecord for an owner and reference already checked.
+func (s *Store) createRecord(ctx context.Context, rec artifact.Record) (bool, error) {
 	if rec.Size < 0 {
 		return false, wrap("record", rec.Ref, errors.New("negative size"))
 	}

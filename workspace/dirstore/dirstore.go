@@ -81,6 +81,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
@@ -334,11 +335,8 @@ func checkKey(key string) error {
 	if len(key) != 64 {
 		return fmt.Errorf("dirstore: key is not 64 hex digits (%d bytes): %w", len(key), fs.ErrInvalid)
 	}
-	for i := 0; i < len(key); i++ {
-		c := key[i]
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return fmt.Errorf("dirstore: key is not lowercase hex: %w", fs.ErrInvalid)
-		}
+	if !artifact.ValidDigest(key) {
+		return fmt.Errorf("dirstore: key is not lowercase hex: %w", fs.ErrInvalid)
 	}
 	return nil
 }

@@ -53,7 +53,8 @@ const recordCols = `user, workflow, session, digest, size, kind, tool, call_id, 
 
 // records is the SQLite half of a Store.
 type records struct {
-	db *sql.DB
+	db  *sql.DB
+	get *sql.Stmt // GetRecord's query, prepared once: parsing it cost more than running it
 }
 
 // dsn builds the modernc.org/sqlite data source name for the database file
@@ -87,6 +88,9 @@ func openRecords(ctx context.Context, path string, busy time.Duration) (*records
 	deadline := time.Now().Add(max(busy, time.Millisecond))
 	for wait := time.Millisecond; ; wait = min(2*wait, 50*time.Millisecond) {
 		err = r.migrate(ctx)
+		if err == nil {
+			err = r.prepare(ctx)
+		}
 		if err == nil {
 			return r, nil
 		}
@@ -150,7 +154,22 @@ func (r *records) migrate(ctx context.Context) (err error) {
 	return nil
 }
 
-func (r *records) close() error { return r.db.Close() }
+// prepare prepares the statements run on every offload decision.
+func (r *records) prepare(ctx context.Context) error {
+	get, err := r.db.PrepareContext(ctx, `SELECT `+recordCols+` FROM records`+whereKey)
+	if err != nil {
+		return fmt.Errorf("dirstore: prepare records: %w", err)
+	}
+	r.get = get
+	return nil
+}
+
+func (r *records) close() error {
+	if r.get != nil {
+		_ = r.get.Close()
+	}
+	return r.db.Close()
+}
 
 // nanos and fromNanos convert times to and from the stored unix nanoseconds;
 // the zero time is stored as 0.
@@ -221,7 +240,7 @@ func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifac
 	if err := checkRef(ref); err != nil {
 		return artifact.Record{}, err
 	}
-	row := s.rec.db.QueryRowContext(ctx, `SELECT `+recordCols+` FROM records`+whereKey, ownerArgs(owner, ref)...)
+	row := s.rec.get.QueryRowContext(ctx, ownerArgs(owner, ref)...)
 	rec, err := scanRecord(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return artifact.Record{}, errNoRecord

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -38,10 +39,22 @@ type body struct {
 	version string
 }
 
+// recKey keys a record by owner and raw digest: no hex string per record
+// or per lookup.
 type recKey struct {
 	owner artifact.Owner
-	hex   string
+	sum   [sha256.Size]byte
 }
+
+func keyOf(owner artifact.Owner, ref artifact.Ref) recKey { return recKey{owner, ref.Sum()} }
+
+// The errors of an absent body and of an existing one are the same values
+// each time: a miss, the common case of a new body, allocates nothing.
+var (
+	errNoBody     = fmt.Errorf("memstore: body: %w", fs.ErrNotExist)
+	errBodyExists = fmt.Errorf("memstore: body: %w", fs.ErrExist)
+	errInvalidKey = fmt.Errorf("memstore: invalid key: %w", fs.ErrInvalid)
+)
 
 // New returns an empty store.
 func New() *Store {
@@ -59,9 +72,10 @@ var (
 	_ driver.Locker  = (*Store)(nil)
 )
 
+// validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
 func validKey(key string) error {
-	if _, err := artifact.ParseDigest(key); err != nil {
-		return fmt.Errorf("memstore: invalid key: %w", fs.ErrInvalid)
+	if !artifact.ValidDigest(key) {
+		return errInvalidKey
 	}
 	return nil
 }
@@ -110,7 +124,7 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.bodies[key]; ok && !replace {
-		return fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrExist)
+		return errBodyExists
 	}
 	s.version++
 	s.bodies[key] = &body{data: &w.buf, modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
@@ -141,7 +155,7 @@ func (s *Store) get(ctx context.Context, key string) (*body, error) {
 	defer s.mu.Unlock()
 	b, ok := s.bodies[key]
 	if !ok {
-		return nil, fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrNotExist)
+		return nil, errNoBody
 	}
 	return b, nil
 }
@@ -181,7 +195,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.bodies[key]; !ok {
-		return fmt.Errorf("memstore: body %s: %w", key[:12], fs.ErrNotExist)
+		return errNoBody
 	}
 	delete(s.bodies, key)
 	return nil

@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -13,14 +14,15 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
-func errNoRecord() error { return fmt.Errorf("memstore: record: %w", fs.ErrNotExist) }
+// errNoRecord is the error of every absent record, the same value each time.
+var errNoRecord = fmt.Errorf("memstore: record: %w", fs.ErrNotExist)
 
 // CreateRecord implements driver.Records.
 func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	k := recKey{rec.Owner, rec.Ref.Hex()}
+	k := keyOf(rec.Owner, rec.Ref)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.records[k]; ok {
@@ -37,9 +39,9 @@ func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifac
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rec, ok := s.records[recKey{owner, ref.Hex()}]
+	rec, ok := s.records[keyOf(owner, ref)]
 	if !ok {
-		return artifact.Record{}, errNoRecord()
+		return artifact.Record{}, errNoRecord
 	}
 	return rec, nil
 }
@@ -49,12 +51,12 @@ func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artif
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	k := recKey{owner, ref.Hex()}
+	k := keyOf(owner, ref)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rec, ok := s.records[k]
 	if !ok {
-		return errNoRecord()
+		return errNoRecord
 	}
 	rec.LastUsedAt = at
 	s.records[k] = rec
@@ -66,11 +68,11 @@ func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref arti
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	k := recKey{owner, ref.Hex()}
+	k := keyOf(owner, ref)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.records[k]; !ok {
-		return errNoRecord()
+		return errNoRecord
 	}
 	delete(s.records, k)
 	return nil
@@ -89,7 +91,7 @@ func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artif
 			if q.Owner != nil && k.owner != *q.Owner {
 				continue
 			}
-			if !q.Ref.IsZero() && k.hex != q.Ref.Hex() {
+			if !q.Ref.IsZero() && k.sum != q.Ref.Sum() {
 				continue
 			}
 			if !q.UnusedSince.IsZero() && !rec.LastUsedAt.Before(q.UnusedSince) {
@@ -102,7 +104,8 @@ func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artif
 			if c := a.LastUsedAt.Compare(b.LastUsedAt); c != 0 {
 				return c
 			}
-			if c := cmp.Compare(a.Ref.Hex(), b.Ref.Hex()); c != 0 {
+			as, bs := a.Ref.Sum(), b.Ref.Sum()
+			if c := bytes.Compare(as[:], bs[:]); c != 0 { // hex order
 				return c
 			}
 			return cmp.Or(cmp.Compare(a.Owner.User, b.Owner.User), cmp.Compare(a.Owner.Workflow, b.Owner.Workflow),
