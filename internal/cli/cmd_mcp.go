@@ -170,7 +170,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		if err != nil {
 			return nil, internal("mcp", err)
 		}
-		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger})
+		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger, TempDir: store.TempDir()})
 		if err != nil {
 			return nil, usagef("%v", err)
 		}

@@ -1,0 +1,36 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+)
+
+// FuzzJReader: the streaming reader accepts exactly what json.Valid
+// accepts, and copies a value byte for byte.
+func FuzzJReader(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, ` {"a" : [1, -0.5e+3, true, false, null, "x\u00e9\"\\"]} `, `01`, `1.`, `-`, `1e`,
+		`{"a":1,}`, `[1,]`, `"\x01"`, `"\ud800"`, `"\uZZZZ"`, `{"a"}`, `tru`, `nul`, "\"\xff\xfe\"", `{"k":{"k":[{}]}}`,
+		strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting), strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1)} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var out rawBuf
+		j := &jreader{br: bufio.NewReaderSize(bytes.NewReader(in), 16)}
+		err := j.value(&out, 0)
+		if err == nil {
+			if _, perr := j.peek(discard{}); perr != io.EOF {
+				err = errBadJSON
+			}
+		}
+		if valid := json.Valid(in); valid != (err == nil) {
+			t.Fatalf("json.Valid %v, jreader %v", valid, err)
+		}
+		if err == nil && !bytes.Equal(out, bytes.TrimRight(in, " \t\r\n")) {
+			t.Fatalf("copy differs: %q", out)
+		}
+	})
+}
