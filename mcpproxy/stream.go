@@ -120,7 +120,6 @@ func endsString(b []byte) bool {
 	return false
 }
 
-
 // passLarge is the session's largeHook for the client side: a long message
 // is read with its long value spooled.
 func (s *session) passLarge(prefix []byte, rest io.Reader) (*wmsg, error) {
