@@ -86,7 +86,7 @@ func FuzzStreamedResult(f *testing.F) {
 		g := &shapeGen{seed: seed, bits: shape}
 		line, result := g.response()
 		got, streamed := streamedAnswer(t, line)
-		if len(line) > 2*lineBuffer+streamTestAbove && streamed != 1 {
+		if len(line) > lineBuffer && streamed != 1 {
 			t.Fatalf("a %d-byte result was not bounded as it was read", len(line))
 		}
 		var resp map[string]json.RawMessage
@@ -120,7 +120,7 @@ func (g *shapeGen) body(long bool) string {
 	}
 	n := 2
 	if long {
-		n = (2*lineBuffer+streamTestAbove)/len(unit) + 2
+		n = (lineBuffer+streamTestAbove)/len(unit) + 2
 	}
 	return strings.Repeat(unit, n)
 }
@@ -178,7 +178,7 @@ func (g *shapeGen) block() string {
 func (g *shapeGen) structured() string {
 	rows := 2
 	if g.take(1) == 1 {
-		rows = (2*lineBuffer + streamTestAbove) / 150
+		rows = (lineBuffer + streamTestAbove) / 100
 	}
 	var b strings.Builder
 	sep := []string{",", " , ", ",\r\t "}[g.take(2)%3]

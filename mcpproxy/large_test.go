@@ -1,0 +1,121 @@
+package mcpproxy
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hybridctx/hybridctx/workspace/driver"
+)
+
+// longString is a JSON string of about n bytes with escapes and non-ASCII.
+func longString(n int) string {
+	unit := `line \"q\" \\ é 😀 \u0000 \ud83d\ude00 \ud800 tab\t` + "\xff"
+	return `"` + strings.Repeat(unit, n/len(unit)+1) + `"`
+}
+
+// TestLongMessagesPassInPieces: long messages the proxy does not bound go
+// through spooled, byte for byte, both ways; the routing fields of a long
+// client request are found wherever they are; nothing is left in the spool
+// directory.
+func TestLongMessagesPassInPieces(t *testing.T) {
+	dir := t.TempDir()
+	r := newRawRigWith(t, 0, func(p *Proxy) { p.streamAbove, p.tempDir = streamTestAbove, dir })
+	arg := longString(3 * lineBuffer)
+
+	// A tools/call whose name comes after its long arguments.
+	params := `{"arguments":{"x":` + arg + `}, "name" : "echo"}`
+	r.send(t, `{"id":7,"params":`+params+`,"method":"tools/call","jsonrpc":"2.0"}`)
+	if got, want := r.upRecv(t), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":`+params+`}`; got != want {
+		t.Fatalf("forwarded %d bytes, want %d", len(got), len(want))
+	}
+	// Its answer (short), then a long resources/read result.
+	r.answer(t, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
+	r.recv(t)
+	r.send(t, `{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///big"}}`)
+	r.upRecv(t)
+	result := `{"contents":[{"uri":"file:///big","text":` + arg + `}]}`
+	r.answer(t, `{"result":`+result+`,"id":8,"jsonrpc":"2.0"}`)
+	if got, want := r.recv(t), `{"jsonrpc":"2.0","id":8,"result":`+result+`}`; got != want {
+		t.Fatalf("passed %d bytes, want %d", len(got), len(want))
+	}
+	// A long notification from the upstream.
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + arg + `}}`
+	r.answer(t, note)
+	if got := r.recv(t); got != note {
+		t.Fatalf("notification: %d bytes, want %d", len(got), len(note))
+	}
+	// Long requests the proxy serves itself: never forwarded.
+	r.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":{"ref":"artifact://sha256/`+strings.Repeat("0", 64)+`","pad":`+arg+`},"NAME":"read_artifact"}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "9" || !strings.Contains(l, "result") {
+		t.Fatalf("long read_artifact call: %.300s", l)
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"pad":`+arg+`,"uri":"artifact://sha256/`+strings.Repeat("0", 64)+`"}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "10" || errCode(t, l) == 0 {
+		t.Fatalf("long artifact read: %.300s", l)
+	}
+	// A long resources/read whose uri is not a string goes upstream.
+	r.send(t, `{"jsonrpc":"2.0","id":11,"method":"resources/read","params":{"pad":`+arg+`,"uri":7}}`)
+	if l := r.upRecv(t); string(fields(t, l)["id"]) != "11" {
+		t.Fatalf("not forwarded: %.300s", l)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d files left in the spool directory", len(left))
+	}
+}
+
+// TestLongClientLinesRefused: a long client line that is not valid JSON,
+// or over the limit, gets the error the short one gets, under its id found
+// wherever it is; the session goes on.
+func TestLongClientLinesRefused(t *testing.T) {
+	limit := 8 * lineBuffer
+	r := newRawRigWith(t, limit, func(p *Proxy) { p.streamAbove = streamTestAbove })
+	arg := longString(2 * lineBuffer)
+	for _, c := range []struct {
+		line string
+		code int64
+	}{
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":` + arg + `,}},"id":"bad"}`, -32700},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":` + longString(2*limit) + `}},"id":"big"}`, -32600},
+		{`{"jsonrpc":"1.0","id":"v","method":"x","params":` + arg + `}`, -32600},
+	} {
+		r.send(t, c.line)
+		l := r.recv(t)
+		if errCode(t, l) != c.code || !strings.Contains(c.line, `"id":`+string(fields(t, l)["id"])) {
+			t.Fatalf("answer: %s", l)
+		}
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if l := r.upRecv(t); string(fields(t, l)["id"]) != "3" {
+		t.Fatalf("after: %s", l)
+	}
+}
+
+// TestSpoolInTempDir: a spool file is created in the directory given, under
+// the workspace's temporary prefix (swept if a process dies holding it),
+// and removed at once; an unwritable directory falls back to memory.
+func TestSpoolInTempDir(t *testing.T) {
+	dir := t.TempDir()
+	sp := newSpool(dir)
+	defer sp.close()
+	if sp.f == nil || filepath.Dir(sp.f.Name()) != dir || !strings.HasPrefix(filepath.Base(sp.f.Name()), driver.TempPrefix) {
+		t.Fatalf("spool file %v", sp.f)
+	}
+	if _, err := os.Stat(sp.f.Name()); !os.IsNotExist(err) {
+		t.Fatalf("the spool file is still named: %v", err)
+	}
+	_, _ = sp.Write([]byte("abc"))
+	mem := newSpool(filepath.Join(dir, "missing"))
+	_, _ = mem.Write([]byte("abc"))
+	for _, s := range []*spool{sp, mem} {
+		r, err := s.section(1, 2)
+		b := make([]byte, 2)
+		if _, rerr := r.Read(b); err != nil || rerr != nil || string(b) != "bc" {
+			t.Fatalf("section: %q %v %v", b, err, rerr)
+		}
+	}
+	if mem.f != nil {
+		t.Fatal("a spool file in a missing directory")
+	}
+}
