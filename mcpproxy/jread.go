@@ -96,9 +96,9 @@ func (j *jreader) value(w sink, depth int) error {
 	case c == '"':
 		return j.str(w)
 	case c == '{':
-		return j.members(w, depth+1, func(string) error { return j.value(w, depth+1) }, false)
+		return j.members(w, depth+1, nil, false)
 	case c == '[':
-		return j.elements(w, depth+1, func(int) error { return j.value(w, depth+1) })
+		return j.elements(w, depth+1, nil)
 	case c == '-' || c >= '0' && c <= '9':
 		return j.number(w)
 	case c == 't':
@@ -113,8 +113,8 @@ func (j *jreader) value(w sink, depth int) error {
 
 // members reads the object at the reader ('{' next), copying its
 // punctuation and keys to w and calling member after each key's colon;
-// member must read the value. With decode false, keys are not decoded
-// (member gets "").
+// member must read the value (nil: copy it to w). With decode false, keys
+// are not decoded (member gets "").
 func (j *jreader) members(w sink, depth int, member func(key string) error, decode bool) error {
 	if depth > maxNesting {
 		return errBadJSON
@@ -129,7 +129,10 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 	if c == '}' {
 		return j.punct(w, c)
 	}
-	var kb keyBuf
+	var kb *keyBuf
+	if decode {
+		kb = new(keyBuf)
+	}
 	for {
 		if c != '"' {
 			return errBadJSON
@@ -137,7 +140,7 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 		key := ""
 		if decode {
 			kb.n = 0
-			if err := j.str(&tee{w, &kb}); err != nil {
+			if err := j.str(&tee{w, kb}); err != nil {
 				return err
 			}
 			key = kb.key()
@@ -153,7 +156,12 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 		if err := j.punct(w, c); err != nil {
 			return err
 		}
-		if err := member(key); err != nil {
+		if member == nil {
+			err = j.value(w, depth)
+		} else {
+			err = member(key)
+		}
+		if err != nil {
 			return err
 		}
 		if c, err = j.next(w); err != nil {
@@ -176,7 +184,7 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 }
 
 // elements reads the array at the reader ('[' next) like members, calling
-// element for each value with its index.
+// element for each value with its index (nil: copy it to w).
 func (j *jreader) elements(w sink, depth int, element func(i int) error) error {
 	if depth > maxNesting {
 		return errBadJSON
@@ -192,7 +200,12 @@ func (j *jreader) elements(w sink, depth int, element func(i int) error) error {
 		return j.punct(w, c)
 	}
 	for i := 0; ; i++ {
-		if err := element(i); err != nil {
+		if element == nil {
+			err = j.value(w, depth)
+		} else {
+			err = element(i)
+		}
+		if err != nil {
 			return err
 		}
 		if c, err = j.next(w); err != nil {
