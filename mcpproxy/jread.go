@@ -376,6 +376,9 @@ func (j *jreader) literal(w sink, lit string) error {
 
 // small reads the value at the reader into memory, copying it to w too.
 func (j *jreader) small(w sink, depth int) (json.RawMessage, error) {
+	if _, err := j.next(w); err != nil { // whitespace before it: not its own
+		return nil, err
+	}
 	var buf rawBuf
 	if err := j.value(&tee{w, &buf}, depth); err != nil {
 		return nil, err

@@ -230,6 +230,9 @@ func (l *longLine) walk(at resultWalker) error {
 		if err := l.j.value(discard{}, 0); err != nil {
 			return err
 		}
+		if _, err := l.j.peek(discard{}); err != io.EOF {
+			return eofBad(err) // more after the value (or a failed read)
+		}
 		if c == '[' {
 			return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyBatch}
 		}

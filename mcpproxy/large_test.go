@@ -1,6 +1,9 @@
 package mcpproxy
 
 import (
+	"bufio"
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -118,4 +121,56 @@ func TestSpoolInTempDir(t *testing.T) {
 	if mem.f != nil {
 		t.Fatal("a spool file in a missing directory")
 	}
+}
+
+// FuzzLongLine: a line read as a long one (params or result spooled) gives
+// the message, or the refusal with its id, that parsing it whole gives.
+func FuzzLongLine(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2,{"b":null}]}}}`,
+		`{"params":{"NAME":"a","name":7,"Uri":"u"},"method":"m","id":"s","jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","result":{"x":"\u00e9\ud800"},"id":1.50}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"},"result":{}}`,
+		`{"jsonrpc":"2.0","id":3,"params":[1],"result":{},"method":"x","params":{"b":2}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{,}}`, `[{"jsonrpc":"2.0"}]`, `"x"`, `{"id":{"a":1},"jsonrpc":"2.0","result":1}`,
+		`{"jsonrpc":"2.0","id":5,"result":1} x`, ` {"jsonrpc" : "2.0" , "id" : 6 , "result" : [ ] } `, `{"jsonrpc":"2.0","id":null,"result":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 || !bytes.Equal(bytes.TrimSpace(line), bytes.Trim(line, " \t\r")) {
+			return // a line, and no trimmed space JSON does not know
+		}
+		want, werr := parseMessage(line)
+		lr := &lineRest{br: bufio.NewReader(bytes.NewReader(append(append([]byte(nil), line...), '\n'))), budget: -1}
+		l := newLongLine(nil, lr, t.TempDir(), 64)
+		got, gerr := l.read(nil)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("whole: %v, long: %v", werr, gerr)
+		}
+		if werr != nil {
+			wb, gb := werr.(*badMessage), l.bad(gerr).(*badMessage)
+			if wb.why != gb.why || wb.code != gb.code || string(wb.id) != string(gb.id) {
+				t.Fatalf("whole: %+v, long: %+v", wb, gb)
+			}
+			return
+		}
+		if got.has("params") && want.name == methodToolsCall {
+			var p struct{ Name string }
+			_ = json.Unmarshal(want.params, &p)
+			if p.Name != got.big.name {
+				t.Fatalf("name %q, want %q", got.big.name, p.Name)
+			}
+		}
+		if got.has("params") {
+			var p struct{ URI string }
+			bad := json.Unmarshal(want.params, &p) != nil
+			if bad != got.big.uriBad || !bad && p.URI != got.big.uri {
+				t.Fatalf("uri %q %v, want %q %v", got.big.uri, got.big.uriBad, p.URI, bad)
+			}
+		}
+		if g, w := got.encode(), want.encode(); !bytes.Equal(g, w) {
+			t.Fatalf("long %s\nwhole %s", g, w)
+		}
+	})
 }
