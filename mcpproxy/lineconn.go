@@ -50,6 +50,9 @@ type Stream struct {
 	// skipped in constant memory and answered with a JSON-RPC error. Zero
 	// means DefaultMaxMessageBytes; a negative value means no limit.
 	MaxMessageBytes int
+	// buffer is the read buffer (0: lineBuffer); tests make it small so
+	// that short lines take the long-line path.
+	buffer int
 }
 
 // Connect starts reading Reader.
@@ -57,7 +60,7 @@ func (s *Stream) Connect(context.Context) (mcp.Connection, error) {
 	if s.Reader == nil || s.Writer == nil {
 		return nil, errors.New("mcpproxy: Stream needs a Reader and a Writer")
 	}
-	return newLineConn(s.Reader, s.Writer, s.MaxMessageBytes, nil), nil
+	return newLineConn(s.Reader, s.Writer, s.MaxMessageBytes, nil, s.buffer), nil
 }
 
 // lineConn is a newline-delimited JSON-RPC connection. A goroutine reads
@@ -95,12 +98,15 @@ type lineRead struct {
 // lineBuffer is the read buffer; lines longer than it are assembled.
 const lineBuffer = 64 << 10
 
-func newLineConn(r io.Reader, w io.Writer, limit int, closeFn func() error) *lineConn {
+func newLineConn(r io.Reader, w io.Writer, limit int, closeFn func() error, buffer int) *lineConn {
 	if limit == 0 {
 		limit = DefaultMaxMessageBytes
 	}
+	if buffer == 0 {
+		buffer = lineBuffer
+	}
 	c := &lineConn{in: make(chan lineRead), closed: make(chan struct{}), closeFn: closeFn, w: w}
-	go c.readLoop(bufio.NewReaderSize(r, lineBuffer), limit)
+	go c.readLoop(bufio.NewReaderSize(r, buffer), limit)
 	return c
 }
 

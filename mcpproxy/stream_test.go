@@ -18,18 +18,6 @@ import (
 // testThreshold, must be at most an eighth of it).
 const streamTestAbove = 8 * testThreshold
 
-// streamedAnswer sends one tools/call through a proxy that streams lines
-// past streamTestAbove, answers it with the upstream line, and returns the
-// response the client gets and how many payloads were streamed.
-func streamedAnswer(t *testing.T, line string) (string, int64) {
-	t.Helper()
-	r := newRawRigWith(t, 0, func(p *Proxy) { p.streamAbove = streamTestAbove })
-	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
-	r.upRecv(t)
-	r.answer(t, line)
-	return r.recv(t), r.proxy.streamed.Load()
-}
-
 // wholeAnswer bounds result with the whole-message path on a fresh store.
 func wholeAnswer(t *testing.T, result json.RawMessage) string {
 	t.Helper()
@@ -85,8 +73,14 @@ func FuzzStreamedResult(f *testing.F) {
 		}
 		g := &shapeGen{seed: seed, bits: shape}
 		line, result := g.response()
-		got, streamed := streamedAnswer(t, line)
-		if len(line) > lineBuffer && streamed != 1 {
+		// Small read buffers: every line past 256 bytes is read as a long
+		// one, and payloads past the window (6 × the threshold) stream.
+		r := newRawRigBuf(t, "mem://", 0, 64, func(p *Proxy) { p.streamAbove = 256 })
+		r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
+		r.upRecv(t)
+		r.answer(t, line)
+		got, streamed := r.recv(t), r.proxy.streamed.Load()
+		if len(line) > 1024 && streamed != 1 {
 			t.Fatalf("a %d-byte result was not bounded as it was read", len(line))
 		}
 		var resp map[string]json.RawMessage
@@ -120,7 +114,7 @@ func (g *shapeGen) body(long bool) string {
 	}
 	n := 2
 	if long {
-		n = (lineBuffer+streamTestAbove)/len(unit) + 2
+		n = (6*testThreshold+64)/len(unit) + 2 // past the streaming window
 	}
 	return strings.Repeat(unit, n)
 }
@@ -178,7 +172,7 @@ func (g *shapeGen) block() string {
 func (g *shapeGen) structured() string {
 	rows := 2
 	if g.take(1) == 1 {
-		rows = (lineBuffer + streamTestAbove) / 100
+		rows = (6*testThreshold + 64) / 100
 	}
 	var b strings.Builder
 	sep := []string{",", " , ", ",\r\t "}[g.take(2)%3]
