@@ -33,6 +33,14 @@ import (
 // is read instead (stream.go). Without a spool file (the directory cannot
 // be written), the value is held in memory as before.
 
+// rewritten are the methods whose results the proxy reads whole; any other
+// result passes as it came, a spooled one in pieces.
+var rewritten = map[string]bool{methodInitialize: true, methodDiscover: true, methodToolsList: true,
+	methodTemplatesList: true, methodResourcesList: true, methodToolsCall: true}
+
+// errTaken answers a request whose long message could not be read back.
+var errTaken = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: " + whyTaken}
+
 // spool holds the long values of one message.
 type spool struct {
 	f    *os.File // nil: held in mem
@@ -247,14 +255,17 @@ func (l *longLine) walk(at resultWalker) error {
 		case "id":
 			m.id, err = l.j.small(discard{}, 1)
 		case "method":
+			if walked {
+				return errNotBounded // a request after all: it must not be taken as the answer
+			}
 			m.method, err = l.j.small(discard{}, 1)
 		case "error":
 			m.err, err = l.j.small(discard{}, 1)
 		case "params", "result":
 			if walked {
-				return errNotBounded // a second result after one bounded as it came
+				return errNotBounded // a second result, or params, after one bounded as it came
 			}
-			if key == "result" && at != nil && m.id != nil {
+			if key == "result" && at != nil && m.id != nil && m.method == nil && m.big == nil {
 				if w := at(m.id); w != nil {
 					walked = true
 					m.release()

@@ -467,11 +467,6 @@ func (s *session) boundAndSend(c *call, m *wmsg) {
 	_ = s.down.writeMsg(s.wctx, m)
 }
 
-// rewritten are the methods whose results the proxy reads whole; any other
-// result passes as it came, a spooled one in pieces.
-var rewritten = map[string]bool{methodInitialize: true, methodDiscover: true, methodToolsList: true,
-	methodTemplatesList: true, methodResourcesList: true, methodToolsCall: true}
-
 // offloadCall is the Call an offload of a tools/call result records: the
 // tool's name and the request id (a string id's value, a number as
 // written), each cut to artifact.MaxCallFieldLen bytes on a rune boundary,
@@ -517,9 +512,6 @@ func (s *session) respond(id json.RawMessage, result any, err error) {
 }
 
 var errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
-
-// errTaken answers a request whose long message could not be read back.
-var errTaken = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: " + whyTaken}
 
 // wireError turns an error into the JSON-RPC error the client sees: the
 // error itself when it is one, else a categorical message (never error text,
