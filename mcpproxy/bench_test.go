@@ -114,6 +114,7 @@ func BenchmarkStreamPayload(b *testing.B) {
 		{"text", plain, jsonBody, false},
 		{"text-escaped", escaped, jsonBody, false},
 		{"base64", binary(size), func(p []byte) []byte { return append([]byte(base64.StdEncoding.EncodeToString(p)), '"') }, true}, // base64 digits are overwritten with digits
+		{"structured", structuredBody(size), func(p []byte) []byte { return p }, false},
 	} {
 		enc := c.enc(c.body)
 		b.Run(c.name+"/sha256", func(b *testing.B) {
@@ -133,10 +134,17 @@ func BenchmarkStreamPayload(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
 				n++
-				copy(enc, fmt.Sprintf("%08d", n)) // a new body each time: every op writes
+				at := 0
+				if c.name == "structured" {
+					at = len(`{"n":"`)
+				}
+				copy(enc[at:], fmt.Sprintf("%08d", n)) // a new body each time: every op writes
 				var r io.Reader = &strReader{br: bufio.NewReaderSize(bytes.NewReader(enc), streamBuffer)}
 				if c.b64 {
 					r = newB64Reader(r)
+				}
+				if c.name == "structured" {
+					r = rawValue(enc) // checked and copied as written, through a pipe (streamwalk.go)
 				}
 				out, err := off.OffloadReader(ctx, hybridctx.Call{Tool: "t", ID: "1"}, r)
 				if err != nil || out.Outcome() != hybridctx.Offloaded {
@@ -146,6 +154,31 @@ func BenchmarkStreamPayload(b *testing.B) {
 			reportCPU(b, cpu, len(c.body))
 		})
 	}
+}
+
+// structuredBody is about n bytes of structuredContent: rows of short
+// fields after a counter each op rewrites.
+func structuredBody(n int) []byte {
+	row := `{"i":12345,"name":"row \u00e9 \"q\"","text":"` + strings.Repeat("structured row text ", 20) + `","ok":true,"v":[1.5,-2e3,null]},`
+	b := []byte(`{"n":"00000000","rows":[`)
+	b = append(b, strings.Repeat(row, n/len(row))...)
+	return append(b, "{}]}"...)
+}
+
+// rawValue streams the JSON value in p as the walker streams
+// structuredContent.
+func rawValue(p []byte) io.Reader {
+	j := &jreader{br: bufio.NewReaderSize(bytes.NewReader(p), streamBuffer)}
+	pr, pw := io.Pipe()
+	go func() {
+		bw := bufio.NewWriterSize(pw, streamBuffer)
+		err := j.value(bw, 1)
+		if err == nil {
+			err = bw.Flush()
+		}
+		_ = pw.CloseWithError(err)
+	}()
+	return pr
 }
 
 // jsonBody is p as a JSON string's body and closing quote, as encoding/json

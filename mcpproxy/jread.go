@@ -345,8 +345,11 @@ func (j *jreader) number(w sink) error {
 	}
 	for _, part := range []string{".", "eE"} {
 		ok, err := optional(part)
-		if err != nil || !ok {
+		if err != nil {
 			return err
+		}
+		if !ok {
+			continue // no fraction, or no exponent
 		}
 		if part == "eE" {
 			if _, err := optional("+-"); err != nil {

@@ -12,7 +12,7 @@ import (
 // FuzzJReader: the streaming reader accepts exactly what json.Valid
 // accepts, and copies a value byte for byte.
 func FuzzJReader(f *testing.F) {
-	for _, s := range []string{`{}`, `[]`, ` {"a" : [1, -0.5e+3, true, false, null, "x\u00e9\"\\"]} `, `01`, `1.`, `-`, `1e`,
+	for _, s := range []string{`{}`, `[]`, `[-2e3, 1E+2, 0e0, 1.5e-3]`, `1e`, `-0.`, ` {"a" : [1, -0.5e+3, true, false, null, "x\u00e9\"\\"]} `, `01`, `1.`, `-`, `1e`,
 		`{"a":1,}`, `[1,]`, `"\x01"`, `"\ud800"`, `"\uZZZZ"`, `{"a"}`, `tru`, `nul`, "\"\xff\xfe\"", `{"k":{"k":[{}]}}`,
 		strings.Repeat("[", maxNesting) + strings.Repeat("]", maxNesting), strings.Repeat("[", maxNesting+1) + strings.Repeat("]", maxNesting+1)} {
 		f.Add([]byte(s))

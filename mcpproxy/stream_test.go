@@ -181,7 +181,7 @@ func (g *shapeGen) structured() string {
 		if i > 0 {
 			b.WriteString(sep)
 		}
-		fmt.Fprintf(&b, `{"i":%d,"s":%s,"f":-1.5e3,"ok":true,"n":null,"a":[0,{}]}`, i, jsonQuote(string(g.seed)+"é\u0000😀", uint8(i)))
+		fmt.Fprintf(&b, `{"i":%d,"s":%s,"f":-1.5e3,"e":-2E+3,"ok":true,"n":null,"a":[0,{}]}`, i, jsonQuote(string(g.seed)+"é\u0000😀", uint8(i)))
 	}
 	b.WriteString("]}")
 	return b.String()
