@@ -77,13 +77,19 @@ func (w *resultWalk) walk(j *jreader) error {
 		switch key {
 		case "content":
 			c, err := j.next(&w.skel)
-			if err != nil || c != '[' {
-				return errors.Join(err, j.value(&w.skel, 2))
+			switch {
+			case err != nil:
+				return err
+			case c != '[':
+				return j.value(&w.skel, 2)
 			}
 			return j.elements(&w.skel, 3, func(int) error {
 				c, err := j.next(&w.skel)
-				if err != nil || c != '{' {
-					return errors.Join(err, j.value(&w.skel, 3))
+				switch {
+				case err != nil:
+					return err
+				case c != '{':
+					return j.value(&w.skel, 3)
 				}
 				return w.block(4)
 			})
