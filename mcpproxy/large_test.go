@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -173,4 +174,36 @@ func FuzzLongLine(f *testing.F) {
 			t.Fatalf("long %s\nwhole %s", g, w)
 		}
 	})
+}
+
+// TestStreamedUnusualResults: the results a streamed read cannot bound as
+// the whole message would be (stream.go lists them) get a JSON-RPC error
+// under their id, and the session goes on.
+func TestStreamedUnusualResults(t *testing.T) {
+	r := newRawRigBuf(t, "mem://", 0, 64, func(p *Proxy) { p.streamAbove = 256 })
+	long := strings.Repeat("x", 8*testThreshold)
+	for i, res := range []string{
+		// base64 that is mostly escaped line breaks: it decodes to little.
+		`{"content":[{"type":"image","mimeType":"image/png","data":"QUFB` + strings.Repeat(`\n`, 4*testThreshold) + `"}]}`,
+		// the type, once known, reads another key.
+		`{"content":[{"text":"` + long + `","type":"image","data":"QUFB"}]}`,
+		// the payload key repeated: the last one counts.
+		`{"content":[{"type":"text","text":"` + long + `","text":"short"}]}`,
+		// the other fields over the threshold.
+		`{"content":[{"type":"text","text":"` + long + `","_meta":{"m":"` + long + `"}}]}`,
+	} {
+		id := strconv.Itoa(i + 1)
+		r.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"t"}}`)
+		r.upRecv(t)
+		r.answer(t, `{"jsonrpc":"2.0","id":`+id+`,"result":`+res+`}`)
+		if l := r.recv(t); errCode(t, l) != -32603 || !strings.Contains(l, "could not be bounded") || string(fields(t, l)["id"]) != id {
+			t.Fatalf("result %d: %.300s", i, l)
+		}
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":99,"method":"ping"}`)
+	r.upRecv(t)
+	r.answer(t, `{"jsonrpc":"2.0","id":99,"result":{}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "99" {
+		t.Fatalf("after: %s", l)
+	}
 }
