@@ -196,7 +196,11 @@ func (l *longLine) read(at resultWalker) (*wmsg, error) {
 		l.drain()
 		return nil, l.bad(err)
 	}
-	return checkMessage(&l.m, l.ver)
+	m, err := checkMessage(&l.m, l.ver)
+	if err != nil {
+		l.m.release()
+	}
+	return m, err
 }
 
 // bad is the *badMessage for a line that failed with err.
