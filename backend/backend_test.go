@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
 	"github.com/hybridctx/hybridctx/workspace/blobstore/blobtest"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/pgstore"
 	"github.com/hybridctx/hybridctx/workspace/pgstore/pgtest"
@@ -123,6 +126,41 @@ func TestOpenExistingBackends(t *testing.T) {
 		if _, err := backend.Open(ctx, u, nil); !errors.Is(err, backend.ErrUnavailable) {
 			t.Fatalf("Open(%q): %v, want ErrUnavailable", u, err)
 		}
+	}
+}
+
+// TestTempDir: a directory workspace offers its body directory as its
+// temporary area, where a spool file a killed process left under
+// driver.TempPrefix is swept at the next open; a memory workspace has none.
+func TestTempDir(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "ws")
+	s, err := backend.Open(ctx, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.TempDir(); got != filepath.Join(dir, "sha256") {
+		t.Fatalf("TempDir = %q", got)
+	}
+	left := filepath.Join(s.TempDir(), driver.TempPrefix+"mcp-left")
+	if err := os.WriteFile(left, []byte("spool"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	if s, err = backend.Open(ctx, dir, nil); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := os.Stat(left); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the leftover spool was not swept: %v", err)
+	}
+	m, err := backend.Open(ctx, "mem://", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if got := m.TempDir(); got != "" {
+		t.Fatalf("mem:// TempDir = %q", got)
 	}
 }
 

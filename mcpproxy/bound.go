@@ -372,8 +372,8 @@ type decided struct {
 	ref  artifact.Ref
 }
 
-// boundWireWith is boundWire with the blocks at the indexes of pre already
-// decided.
+// boundWireWith is boundWire with the blocks at the indexes of pre (and
+// structuredContent, at preStructured) already decided.
 func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result json.RawMessage, pre map[int]decided) (json.RawMessage, error) {
 	ctx = withReporter(ctx, b.reporter)
 	var fields map[string]json.RawMessage
@@ -407,9 +407,13 @@ func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result
 	}
 	out, changed = append(out, blockOut...), blockChanged
 	if sc, ok := fields["structuredContent"]; ok && !isNull(sc) {
-		repl, ref, err := b.replace(ctx, call, sc, mimeJSON, nil)
-		if err != nil {
-			return nil, err
+		d, streamed := pre[preStructured]
+		repl, ref := d.repl, d.ref
+		if !streamed {
+			var err error
+			if repl, ref, err = b.replace(ctx, call, sc, mimeJSON, nil); err != nil {
+				return nil, err
+			}
 		}
 		if repl != nil {
 			delete(fields, "structuredContent")

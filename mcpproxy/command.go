@@ -73,7 +73,7 @@ func (c *Command) Connect(ctx context.Context) (mcp.Connection, error) {
 	// Closing is done through standard input; standard output is closed by
 	// Wait once the program is gone.
 	in := &childInput{cmd: c.Cmd, stdin: stdin, grace: td}
-	return newLineConn(stdout, in, limit, in.Close), nil
+	return newLineConn(stdout, in, limit, in.Close, 0), nil
 }
 
 // childInput is the program's standard input; closing it ends the program.

@@ -86,14 +86,20 @@
 // if any, gets an error), and a line over the message limit is skipped in
 // constant memory.
 //
-// A large tools/call result from a Command upstream is streamed: once a
-// line passes 1 MiB inside a content block's text, or an image or audio
-// block's base64 data, written after the block's type (the usual order),
-// the payload is unescaped or decoded on the fly into the offloader, and
-// only the rest of the message is held; memory stays flat whatever the
-// payload's size. When the message's id comes only after the payload, the
-// line is first spooled to a private temporary file (Options.TempDir).
-// Other large messages (a second large payload after the streamed one,
-// structuredContent, embedded resources, results the proxy does not bound,
-// large client requests) are still read whole, up to the message limit.
+// Over Stream and Command, a message longer than 1 MiB is never held whole.
+// A tools/call result is bounded as it arrives: every text block, base64
+// image, audio or embedded-resource payload, and structuredContent, longer
+// than six times the threshold goes on the fly (unescaped, base64-decoded,
+// or as written for structuredContent) into the offloader, whatever the
+// order of the fields; the rest of the message is kept, and the answer and
+// stored bodies are those the whole message would give. When the message's
+// id comes only after the result, the result is first spooled to a private
+// temporary file in Options.TempDir (the CLI passes the workspace's own
+// temporary area). Any other long message, both ways (a large tools/call
+// argument, a large resources/read result), is checked as it is read and
+// its long params or result spooled, then written on in 64 KiB pieces. The
+// message limit still applies; memory does not grow with it. What still
+// reads a long value whole: the rewritten results (initialize, the list
+// methods), a read tool called with huge arguments, and messages over an
+// SDK connection (HTTPUpstream, Middleware).
 package mcpproxy

@@ -35,10 +35,18 @@ const (
 
 // feed scans the next bytes of the message.
 func (s *idScanner) feed(p []byte) {
-	for _, c := range p {
+	for i := 0; i < len(p); i++ {
 		if s.done {
 			return
 		}
+		if s.inStr && !s.esc && !s.capturing && s.state != scanInKey {
+			// Inside a string nothing but its end matters: skip to the
+			// next quote or backslash (or control character) at once.
+			if i += plainRaw(p[i:]); i == len(p) {
+				return
+			}
+		}
+		c := p[i]
 		if s.capturing {
 			s.val = append(s.val, c)
 			if len(s.val) > maxIDBytes+1 {

@@ -50,6 +50,9 @@ type Stream struct {
 	// skipped in constant memory and answered with a JSON-RPC error. Zero
 	// means DefaultMaxMessageBytes; a negative value means no limit.
 	MaxMessageBytes int
+	// buffer is the read buffer (0: lineBuffer); tests make it small so
+	// that short lines take the long-line path.
+	buffer int
 }
 
 // Connect starts reading Reader.
@@ -57,7 +60,7 @@ func (s *Stream) Connect(context.Context) (mcp.Connection, error) {
 	if s.Reader == nil || s.Writer == nil {
 		return nil, errors.New("mcpproxy: Stream needs a Reader and a Writer")
 	}
-	return newLineConn(s.Reader, s.Writer, s.MaxMessageBytes, nil), nil
+	return newLineConn(s.Reader, s.Writer, s.MaxMessageBytes, nil, s.buffer), nil
 }
 
 // lineConn is a newline-delimited JSON-RPC connection. A goroutine reads
@@ -95,26 +98,32 @@ type lineRead struct {
 // lineBuffer is the read buffer; lines longer than it are assembled.
 const lineBuffer = 64 << 10
 
-func newLineConn(r io.Reader, w io.Writer, limit int, closeFn func() error) *lineConn {
+func newLineConn(r io.Reader, w io.Writer, limit int, closeFn func() error, buffer int) *lineConn {
 	if limit == 0 {
 		limit = DefaultMaxMessageBytes
 	}
+	if buffer == 0 {
+		buffer = lineBuffer
+	}
 	c := &lineConn{in: make(chan lineRead), closed: make(chan struct{}), closeFn: closeFn, w: w}
-	go c.readLoop(bufio.NewReaderSize(r, lineBuffer), limit)
+	go c.readLoop(bufio.NewReaderSize(r, buffer), limit)
 	return c
 }
 
 func (c *lineConn) readLoop(br *bufio.Reader, limit int) {
 	for {
-		line, bad, err := readLine(br, limit, &c.large)
+		line, m, err := readLine(br, limit, &c.large)
 		var r lineRead
+		var bad *badMessage
 		switch {
-		case err == nil && bad == nil && line == nil:
-			continue // streamed by the hook
+		case errors.As(err, &bad):
+			r.err, err = bad, nil
 		case err != nil:
 			r.err = err
-		case bad != nil:
-			r.err = bad
+		case m != nil:
+			r.m = m
+		case line == nil:
+			continue // taken by the hook
 		case len(bytes.TrimSpace(line)) == 0:
 			continue
 		default:
@@ -123,6 +132,9 @@ func (c *lineConn) readLoop(br *bufio.Reader, limit int) {
 		select {
 		case c.in <- r:
 		case <-c.closed:
+			if r.m != nil {
+				r.m.release()
+			}
 			return
 		}
 		if err != nil {
@@ -134,22 +146,22 @@ func (c *lineConn) readLoop(br *bufio.Reader, limit int) {
 // readLine returns the next line without its newline. A line over limit
 // bytes is consumed in constant memory and returned as a *badMessage
 // carrying its id when the scanner found one. A line that grows past
-// the hook's length is offered to it (when set); when the hook consumed it,
-// readLine returns nothing at all. At the end of input it returns io.EOF.
-func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]byte, *badMessage, error) {
+// the hook's length is given to the hook (when set), which reads it and
+// returns its message, or a bad message, or nothing when it took the
+// message itself. At the end of input it returns io.EOF; a *badMessage
+// error is one line's.
+func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]byte, *wmsg, error) {
 	buf := []byte{}
 	var over *idScanner
-	offered := false
 	for {
-		if hook := large.Load(); hook != nil && !offered && over == nil && len(buf) >= hook.above {
-			offered = true
+		if hook := large.Load(); hook != nil && over == nil && len(buf) >= hook.above {
 			rest := &lineRest{br: br, budget: -1}
 			if limit >= 0 {
 				rest.budget = limit - len(buf)
 			}
-			if hook.hook(buf, rest) {
-				return nil, nil, nil
-			}
+			m, err := hook.hook(buf, rest)
+			rest.drain() // nothing, unless the hook failed before the end
+			return nil, m, err
 		}
 		chunk, err := br.ReadSlice('\n')
 		content := chunk
@@ -172,7 +184,7 @@ func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]b
 			continue
 		case err == nil || errors.Is(err, io.EOF) && (len(buf) > 0 || over != nil):
 			if over != nil {
-				return nil, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: over.id}, nil
+				return nil, nil, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: over.id}
 			}
 			return buf, nil, nil
 		}
@@ -192,12 +204,38 @@ func (c *lineConn) readMsg(ctx context.Context) (*wmsg, error) {
 	}
 }
 
-// writeMsg writes m as one line.
+// writeMsg writes m as one line; a spooled value is copied from its spool.
 func (c *lineConn) writeMsg(ctx context.Context, m *wmsg) error {
-	return c.writeLine(ctx, m.encode())
+	if m.big == nil {
+		return c.writeLine(ctx, m.encode())
+	}
+	defer m.release()
+	head, tail := m.encodeAround(0)
+	r, err := m.big.reader()
+	if err != nil {
+		return err
+	}
+	return c.write(ctx, func(w io.Writer) error {
+		if _, err := w.Write(head); err != nil {
+			return err
+		}
+		if _, err := io.CopyBuffer(w, r, make([]byte, streamBuffer)); err != nil {
+			return err
+		}
+		_, err := w.Write(append(tail, '\n'))
+		return err
+	})
 }
 
 func (c *lineConn) writeLine(ctx context.Context, b []byte) error {
+	return c.write(ctx, func(w io.Writer) error {
+		_, err := w.Write(append(b, '\n'))
+		return err
+	})
+}
+
+// write runs fn on the writer, one message at a time.
+func (c *lineConn) write(ctx context.Context, fn func(io.Writer) error) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -208,8 +246,7 @@ func (c *lineConn) writeLine(ctx context.Context, b []byte) error {
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.w.Write(append(b, '\n'))
-	return err
+	return fn(c.w)
 }
 
 var errConnClosed = errors.New("mcpproxy: connection closed")

@@ -25,6 +25,7 @@ type wmsg struct {
 	result json.RawMessage
 	err    json.RawMessage // the error object of a response
 	name   string          // method, decoded
+	big    *bigValue       // params or result, spooled (a long message)
 }
 
 // isCall reports whether m is a request or notification (it has a method).
@@ -33,31 +34,41 @@ func (m *wmsg) isCall() bool { return m.method != nil }
 // isRequest reports whether m is a request that expects a response.
 func (m *wmsg) isRequest() bool { return m.method != nil && m.id != nil }
 
-// encode returns m as one JSON object (no newline).
+// encode returns m as one JSON object (no newline); a spooled value is
+// read back into memory.
 func (m *wmsg) encode() []byte {
-	n := 64 + len(m.id) + len(m.method) + len(m.params) + len(m.result) + len(m.err)
-	b := make([]byte, 0, n)
+	if m.big != nil {
+		if err := m.load(); err != nil {
+			return errorResponse(m.id, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: " + whyTaken}).encode()
+		}
+	}
+	head, tail := m.encodeAround(64 + len(m.params) + len(m.result) + len(m.err))
+	return append(head, tail...)
+}
+
+// encodeAround returns the bytes of m before and after the value of its
+// params or result (with room for n more bytes in the first).
+func (m *wmsg) encodeAround(n int) (head, tail []byte) {
+	b := make([]byte, 0, n+len(m.id)+len(m.method))
 	b = append(b, `{"jsonrpc":"2.0"`...)
 	if m.id != nil {
 		b = append(append(b, `,"id":`...), m.id...)
 	}
 	if m.method != nil {
 		b = append(append(b, `,"method":`...), m.method...)
-		if m.params != nil {
+		if m.params != nil || m.has("params") {
 			b = append(append(b, `,"params":`...), m.params...)
 		}
-		return append(b, '}')
+		return b, []byte("}")
 	}
 	if m.err != nil {
-		b = append(append(b, `,"error":`...), m.err...)
-	} else {
-		res := m.result
-		if res == nil {
-			res = json.RawMessage(`null`)
-		}
-		b = append(append(b, `,"result":`...), res...)
+		return append(append(append(b, `,"error":`...), m.err...), '}'), nil
 	}
-	return append(b, '}')
+	res := m.result
+	if res == nil && !m.has("result") {
+		res = json.RawMessage(`null`)
+	}
+	return append(append(b, `,"result":`...), res...), []byte("}")
 }
 
 // errorResponse returns the response carrying e to the request with id.
@@ -95,6 +106,10 @@ const (
 	whyShape    = "the response has neither a result nor an error"
 	whyTooLarge = "the message exceeds the size limit"
 	whyDup      = "a request with this id is already in progress"
+	// A long upstream result that could not be bounded as it came (see
+	// stream.go), and one that could not be taken at all.
+	whyNotBounded = "the result could not be bounded"
+	whyTaken      = "the message could not be taken"
 )
 
 // parseMessage parses one line. A malformed line gives a *badMessage with
@@ -132,6 +147,12 @@ func parseMessage(line []byte) (*wmsg, error) {
 	if err != nil {
 		return nil, &badMessage{code: jsonrpc.CodeParseError, why: whyParse}
 	}
+	return checkMessage(&m, version)
+}
+
+// checkMessage checks the fields of a message read from valid JSON (version
+// is its "jsonrpc" value): m itself, or a *badMessage.
+func checkMessage(m *wmsg, version json.RawMessage) (*wmsg, error) {
 	if m.id != nil {
 		// A null id (or any other) answers or asks nothing the proxy can
 		// route, and cannot be answered.
@@ -146,12 +167,12 @@ func parseMessage(line []byte) (*wmsg, error) {
 		if json.Unmarshal(m.method, &m.name) != nil {
 			return nil, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyMethod, id: m.id}
 		}
-		return &m, nil
+		return m, nil
 	}
-	if m.id == nil || (m.result == nil) == (m.err == nil) {
+	if m.id == nil || (m.result == nil && !m.has("result")) == (m.err == nil && !m.has("error")) {
 		return nil, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyShape, id: m.id}
 	}
-	return &m, nil
+	return m, nil
 }
 
 // idKey returns the key two equal ids share: a string id by its value, a

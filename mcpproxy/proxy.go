@@ -57,8 +57,9 @@ type Proxy struct {
 	// streamAbove is the upstream line length past which a tools/call
 	// payload is streamed (see stream.go).
 	streamAbove int
-	streamed    atomic.Int64 // payloads streamed, for tests
+	streamed    atomic.Int64 // results bounded as they were read, for tests
 	tempDir     string
+	nonce       string // in the tokens of streamed payloads (streamwalk.go)
 }
 
 // NewProxy returns a Proxy that stores oversized blocks with off and serves
@@ -72,7 +73,7 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}, streamAbove: streamAbove}
+	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}, streamAbove: streamAbove, nonce: newNonce()}
 	if opts != nil {
 		p.log, p.tempDir = opts.Logger, opts.TempDir
 	}
@@ -114,8 +115,11 @@ func (p *Proxy) Run(ctx context.Context, upstream, downstream mcp.Transport) err
 	sctx, cancel := context.WithCancel(ctx)
 	s := &session{p: p, ctx: sctx, cancel: cancel, wctx: context.WithoutCancel(ctx), up: wireOf(up), down: wireOf(down),
 		pending: map[string]*call{}, local: map[string]context.CancelFunc{}}
-	if l, ok := s.up.(interface{ setLarge(largeHook, int) }); ok && p.bound.threshold() <= int64(p.streamAbove/8) {
+	if l, ok := s.up.(interface{ setLarge(largeHook, int) }); ok {
 		l.setLarge(s.streamLarge, p.streamAbove)
+	}
+	if l, ok := s.down.(interface{ setLarge(largeHook, int) }); ok {
+		l.setLarge(s.passLarge, p.streamAbove)
 	}
 	return s.run(ctx)
 }
@@ -253,8 +257,13 @@ func (s *session) readUpstream() error {
 // upstreamBad is the error a client request gets when the upstream's
 // response to it could not be taken.
 func upstreamBad(bad *badMessage) *jsonrpc.Error {
-	if bad.why == whyTooLarge {
+	switch bad.why {
+	case whyTooLarge:
 		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response exceeds the message size limit"}
+	case whyNotBounded:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's result could not be bounded"}
+	case whyTaken:
+		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: internal error"}
 	}
 	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response was not a valid JSON-RPC message"}
 }
@@ -268,6 +277,7 @@ func (s *session) clientRequest(m *wmsg) {
 	if busy || busyLocal {
 		// Never two requests under one id: the answer to one could be
 		// taken for the other's.
+		m.release()
 		s.drop(fromClient, whyDup)
 		_ = s.down.writeMsg(s.wctx, errorResponse(m.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "hybridctx: " + whyDup}))
 		return
@@ -279,7 +289,15 @@ func (s *session) clientRequest(m *wmsg) {
 			Arguments json.RawMessage `json:"arguments"`
 		}
 		_ = json.Unmarshal(m.params, &p) // malformed params go upstream, which answers
+		if m.has("params") {
+			p.Name = m.big.name
+		}
 		if s.p.read.set.Has(p.Name) {
+			if m.load() != nil {
+				s.respond(m.id, nil, errTaken)
+				return
+			}
+			_ = json.Unmarshal(m.params, &p)
 			s.serve(m, key, func(ctx context.Context) (any, error) { return s.p.read.callTool(ctx, p.Name, p.Arguments) })
 			return
 		}
@@ -288,10 +306,15 @@ func (s *session) clientRequest(m *wmsg) {
 		var p struct {
 			URI string `json:"uri"`
 		}
-		if json.Unmarshal(m.params, &p) != nil || !isArtifactURI(p.URI) {
+		bad := json.Unmarshal(m.params, &p) != nil
+		if m.has("params") {
+			p.URI, bad = m.big.uri, m.big.uriBad
+		}
+		if bad || !isArtifactURI(p.URI) {
 			s.forward(m, key, "")
 			return
 		}
+		m.release() // only the uri is needed
 		if m.name == methodResourcesRead {
 			s.serve(m, key, func(ctx context.Context) (any, error) { return s.p.read.readResource(ctx, p.URI) })
 			return
@@ -304,7 +327,7 @@ func (s *session) clientRequest(m *wmsg) {
 }
 
 func (s *session) clientNotification(m *wmsg) {
-	if m.name == notifyCancelled {
+	if m.name == notifyCancelled && m.load() == nil {
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
@@ -378,6 +401,7 @@ func (s *session) upstreamResponse(m *wmsg) {
 	key, _ := idKey(m.id)
 	c := s.take(key)
 	if c == nil {
+		m.release()
 		s.mu.Lock()
 		_, local := s.local[key]
 		s.mu.Unlock()
@@ -389,6 +413,11 @@ func (s *session) upstreamResponse(m *wmsg) {
 		return
 	}
 	m.id = c.id
+	if rewritten[c.method] && m.load() != nil {
+		c.cancel()
+		s.respond(c.id, nil, errTaken)
+		return
+	}
 	switch c.method {
 	case methodInitialize, methodDiscover:
 		if m.err == nil {

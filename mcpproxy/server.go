@@ -45,9 +45,12 @@ type Options struct {
 	// proxy forwarded): the side, a categorical reason and a running count,
 	// never the message's content or id.
 	Logger *slog.Logger
-	// TempDir is where a Proxy spools a large upstream result whose id
-	// comes after its payload (a private file, removed as it is created);
-	// empty means os.TempDir().
+	// TempDir is where a Proxy spools a large message it cannot hold in
+	// memory (a private file, removed as it is created, named with
+	// driver.TempPrefix so that a directory workspace sweeps one left by a
+	// killed process): pass the workspace's workspace.Store.TempDir. Empty
+	// means os.TempDir() (the backends without a local temporary area:
+	// memory, PostgreSQL, S3).
 	TempDir string
 }
 

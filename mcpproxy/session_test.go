@@ -38,6 +38,13 @@ func newRawRigWith(t *testing.T, limit int, tune func(*Proxy)) *rawRig {
 // newRawRigOn is newRawRigWith on the workspace at url.
 func newRawRigOn(t *testing.T, url string, limit int, tune func(*Proxy)) *rawRig {
 	t.Helper()
+	return newRawRigBuf(t, url, limit, 0, tune)
+}
+
+// newRawRigBuf is newRawRigOn with both connections' read buffer of the
+// given size (0: the default).
+func newRawRigBuf(t *testing.T, url string, limit, buffer int, tune func(*Proxy)) *rawRig {
+	t.Helper()
 	r := &rawRig{done: make(chan error, 1), log: &syncBuffer{}}
 	cr, cw := io.Pipe()   // client → proxy
 	pr, pw := io.Pipe()   // proxy → client
@@ -51,8 +58,8 @@ func newRawRigOn(t *testing.T, url string, limit int, tune func(*Proxy)) *rawRig
 	if tune != nil {
 		tune(bind)
 	}
-	up := &Stream{Reader: usr, Writer: uw, MaxMessageBytes: limit}
-	down := &Stream{Reader: cr, Writer: pw, MaxMessageBytes: limit}
+	up := &Stream{Reader: usr, Writer: uw, MaxMessageBytes: limit, buffer: buffer}
+	down := &Stream{Reader: cr, Writer: pw, MaxMessageBytes: limit, buffer: buffer}
 	go func() { r.done <- bind.Run(context.Background(), up, down) }()
 	t.Cleanup(func() {
 		_ = cw.Close()

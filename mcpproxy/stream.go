@@ -3,54 +3,60 @@ package mcpproxy
 import (
 	"bufio"
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 )
 
-// Streaming large tools/call results from a newline-delimited upstream.
+// Bounding large tools/call results as they are read.
 //
-// When an upstream line grows past streamAbove bytes inside a content
-// block's payload (earlier blocks whole before it) — a text block's "text", or an image or audio
-// block's base64 "data", with the message's id and the block's type written
-// before it (the order every common server writes) — and the id is a
-// forwarded tools/call, the payload is unescaped (and base64-decoded) on the
-// fly straight into the offloader's stream: hashed, classified and written
-// without ever being held whole. The rest of the message (small by then) is
-// read into memory and bounded as usual, with the streamed block already
-// decided. Memory stays flat whatever the payload's size; --max-message
-// still applies. Any other large line is read whole, as before.
+// A long upstream line (past streamAbove bytes; see large.go) that answers
+// a forwarded tools/call whose id came before its result is bounded while
+// it is read. The result is walked as JSON (fields in any order): every
+// payload the bounder decides on its own, when its JSON text is longer
+// than window bytes, goes straight into the offloader's stream (hashed,
+// classified and written, never held whole):
 //
-// When the id comes after the payload, the rest of the line is spooled to
-// a private temporary file (unlinked at once, in Options.TempDir) while a
-// constant-memory scanner finds the id; the payload is then streamed from
-// the file.
+//   - a content block's "text", unescaped on the fly;
+//   - an image or audio block's base64 "data", unescaped and decoded;
+//   - an embedded resource's "text" or base64 "blob", the same way;
+//   - "structuredContent", whose stored body is its JSON text as written.
+//
+// The rest of the result (its skeleton) is kept in memory with a token in
+// each streamed payload's place, then bounded by the whole-message code
+// with those payloads already decided: the answer and the stored bodies
+// are byte for byte the ones the whole message gives (FuzzStreamedResult).
+// A result whose id comes after it is spooled first (large.go), then
+// walked from the spool. window is six times the threshold, so that a
+// streamed text (at least a sixth of its JSON text once unescaped) is
+// always over it: a streamed payload is never inline.
 //
 // Differences from the whole-message path, all for malformed or unusual
-// results: a streamed block whose other fields are themselves over the
-// threshold, invalid base64, or a message that turns out not to be valid
-// JSON gets a JSON-RPC error instead of a bounded result.
+// results, which get a JSON-RPC error instead of a bounded result: a
+// streamed block whose type, once known, does not hold its payload where it
+// was streamed from (or that repeats a key), a streamed block whose other
+// fields are themselves over the threshold, invalid base64, base64 that
+// decodes to no more than the threshold, and a message that turns out not
+// to be valid JSON.
 
-// streamAbove is the line length past which the upstream reader looks for a
-// payload to stream. The threshold must be at most streamAbove/8, so that
-// the payload (at least streamAbove/6 bytes once unescaped) is always over
-// it.
+// streamAbove is the line length past which a line is read as a long one.
 const streamAbove = 1 << 20
 
 // streamBuffer is the read buffer of a streamed payload.
 const streamBuffer = 64 << 10
 
+// maxWindow bounds the look-ahead that tells a short payload from one to
+// stream: with a larger threshold, payloads are read into the skeleton.
+const maxWindow = 1 << 20
+
 // errLineTooLarge means a streamed line went over the message limit.
 var errLineTooLarge = errors.New("mcpproxy: message over the size limit")
 
 // largeHook is called by a lineConn's reader with the first bytes of a long
-// line and a reader of the rest of the line. It returns false, having read
-// nothing, to let the line be read whole; true when it consumed the line.
-type largeHook func(prefix []byte, rest io.Reader) bool
+// line and a reader of the rest of the line. It reads the line and returns
+// its message (to be handled as any other), or a *badMessage error, or
+// nothing when it handled the message itself.
+type largeHook func(prefix []byte, rest io.Reader) (*wmsg, error)
 
 // lineRest reads the rest of the current line from br, up to and
 // excluding its newline, failing past budget bytes.
@@ -101,103 +107,6 @@ func (l *lineRest) drain() {
 	}
 }
 
-// streamHead is where a streamable payload starts in a line's prefix.
-type streamHead struct {
-	id    json.RawMessage
-	kind  string // "text" or "data"
-	index int    // the block's index in content
-	body  int    // index of the payload's first byte, after its quote
-}
-
-// parseStreamHead recognizes {…"id":…,"result":{…"content":[{…},…,
-// {"type":T,…"text"|"data":"… in prefix, with the payload string still open at its end.
-func parseStreamHead(prefix []byte) (streamHead, bool) {
-	var h streamHead
-	p := &headParser{b: prefix}
-	if !p.open('{') {
-		return h, false
-	}
-	for {
-		key, ok := p.key()
-		if !ok {
-			return h, false
-		}
-		if key == "result" {
-			break
-		}
-		v, ok := p.value()
-		if !ok {
-			return h, false
-		}
-		if key == "id" {
-			h.id = v
-		}
-	}
-	if !p.open('{') { // a nil id: it comes after the result (see spool)
-		return h, false
-	}
-	for {
-		key, ok := p.key()
-		if !ok {
-			return h, false
-		}
-		if key == "content" {
-			break
-		}
-		if _, ok := p.value(); !ok {
-			return h, false
-		}
-	}
-	if !p.open('[') {
-		return h, false
-	}
-	// Earlier blocks are whole in the prefix; the payload is in the first
-	// one that is not.
-	for ; ; h.index++ {
-		if h.index > 0 && !p.open(',') {
-			return h, false
-		}
-		p.i = skipSpace(p.b, p.i)
-		if _, ok := p.value(); !ok {
-			break
-		}
-	}
-	if !p.open('{') {
-		return h, false
-	}
-	var typ string
-	for {
-		key, ok := p.key()
-		if !ok {
-			return h, false
-		}
-		// The payload key, after the type or before it (the type, checked
-		// once the message is whole, must then agree).
-		want := map[string]string{"text": "text", "image": "data", "audio": "data"}[typ]
-		if want != "" && key == want || typ == "" && (key == "text" || key == "data") {
-			h.kind = key
-			break
-		}
-		v, ok := p.value()
-		if !ok || key == "text" || key == "data" {
-			return h, false
-		}
-		if key == "type" && json.Unmarshal(v, &typ) != nil {
-			return h, false
-		}
-	}
-	p.i = skipSpace(p.b, p.i)
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return h, false
-	}
-	h.body = p.i + 1
-	// The payload must still be open: no closing quote in the prefix.
-	if end := skipString(p.b, p.i); end <= len(p.b) && end > p.i && endsString(p.b[h.body:]) {
-		return h, false
-	}
-	return h, true
-}
-
 // endsString reports whether b (a string's body) holds its closing quote.
 func endsString(b []byte) bool {
 	for i := 0; i < len(b); i++ {
@@ -211,119 +120,111 @@ func endsString(b []byte) bool {
 	return false
 }
 
-// headParser walks the beginning of a JSON object held in a prefix.
-type headParser struct {
-	b []byte
-	i int
+// passLarge is the session's largeHook for the client side: a long message
+// is read with its long value spooled.
+func (s *session) passLarge(prefix []byte, rest io.Reader) (*wmsg, error) {
+	l := newLongLine(prefix, rest, s.p.tempDir, streamBuffer)
+	m, err := l.read(nil)
+	if err != nil {
+		return nil, l.bad(err)
+	}
+	return m, nil
 }
 
-// open consumes c and, after an object's '{', nothing else.
-func (p *headParser) open(c byte) bool {
-	p.i = skipSpace(p.b, p.i)
-	if p.i >= len(p.b) || p.b[p.i] != c {
-		return false
-	}
-	p.i++
-	return true
-}
-
-// key consumes an optional ',' then "key" and ':'.
-func (p *headParser) key() (string, bool) {
-	p.i = skipSpace(p.b, p.i)
-	if p.i < len(p.b) && p.b[p.i] == ',' {
-		p.i = skipSpace(p.b, p.i+1)
-	}
-	if p.i >= len(p.b) || p.b[p.i] != '"' {
-		return "", false
-	}
-	end := skipString(p.b, p.i)
-	var k string
-	if end >= len(p.b) || json.Unmarshal(p.b[p.i:end], &k) != nil {
-		return "", false
-	}
-	p.i = skipSpace(p.b, end)
-	if p.i >= len(p.b) || p.b[p.i] != ':' {
-		return "", false
-	}
-	p.i = skipSpace(p.b, p.i+1)
-	return k, true
-}
-
-// value consumes one complete value, which must end inside the prefix.
-func (p *headParser) value() (json.RawMessage, bool) {
-	end := skipValue(p.b, p.i)
-	if end >= len(p.b) || end == p.i || !json.Valid(p.b[p.i:end]) {
-		return nil, false
-	}
-	v := p.b[p.i:end]
-	p.i = end
-	return v, true
-}
-
-// streamLarge is the session's largeHook for the upstream side.
-func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
-	h, ok := parseStreamHead(prefix)
-	if !ok {
-		return false
-	}
-	lr, _ := rest.(*lineRest)
-	body := io.Reader(lr)
-	over := false
-	if h.id == nil {
-		f, err := os.CreateTemp(s.p.tempDir, "hybridctx-mcp-*")
-		if err != nil {
-			return false // no spool: read whole, as any other line
+// streamLarge is the session's largeHook for the upstream side: a long
+// message is read with its long value spooled, except that a tools/call
+// result is bounded as it is read (or, when its id comes after it, from
+// the spool), and a response to nothing in progress is dropped unread.
+func (s *session) streamLarge(prefix []byte, rest io.Reader) (*wmsg, error) {
+	l := newLongLine(prefix, rest, s.p.tempDir, maxWindow+streamBuffer)
+	var w *resultWalk
+	var c *call
+	dropped := ""
+	m, err := l.read(func(id json.RawMessage) func(*jreader) error {
+		c, dropped = s.pendingCall(id)
+		switch {
+		case dropped != "":
+			return func(j *jreader) error { return j.value(discard{}, 1) }
+		case c.method != methodToolsCall:
+			return nil
 		}
-		_ = os.Remove(f.Name()) // private and never left behind
-		defer f.Close()
-		if h.id, over, err = spool(f, prefix, lr); err != nil || h.id == nil {
-			s.drop(fromUpstream, "a streamed result could not be taken")
-			return true
+		w = s.newResultWalk(c)
+		s.p.streamed.Add(1)
+		return w.walk
+	})
+	switch {
+	case w != nil:
+		if err == nil {
+			s.sendStreamed(c, w)
+			return nil, nil
 		}
-		body = f
+	case err != nil:
+		return nil, l.bad(err)
+	case dropped != "":
+		s.drop(fromUpstream, dropped)
+		return nil, nil
+	case m.has("result") && !m.isCall():
+		// The id came after the result: bound it from the spool.
+		if c, _ = s.pendingCall(m.id); c != nil && c.method == methodToolsCall {
+			w = s.newResultWalk(c)
+			s.p.streamed.Add(1)
+			r, rerr := m.big.reader()
+			if err = rerr; err == nil {
+				err = w.walk(&jreader{br: bufio.NewReaderSize(r, w.readSize())})
+			}
+			m.release()
+			if err == nil {
+				s.sendStreamed(c, w)
+				return nil, nil
+			}
+		}
 	}
-	key, ok := idKey(h.id)
+	if w == nil {
+		return m, nil
+	}
+	// The walk failed: the call gets the error, the line is dropped.
+	var bad *badMessage
+	errors.As(l.bad(err), &bad)
+	s.drop(fromUpstream, bad.why)
+	if c = s.take(callKey(c)); c != nil {
+		answer := error(upstreamBad(bad))
+		if err := c.ctx.Err(); err != nil {
+			answer = err // cancelled by the client
+		}
+		c.cancel()
+		s.respond(c.id, nil, answer)
+	}
+	return nil, nil
+}
+
+// pendingCall returns the forwarded request a response with id answers,
+// or why the response is dropped.
+func (s *session) pendingCall(id json.RawMessage) (*call, string) {
+	key, ok := idKey(id)
 	if !ok {
-		lr.drain()
-		s.drop(fromUpstream, whyID)
-		return true
+		return nil, whyID
 	}
 	s.mu.Lock()
-	c := s.pending[key]
-	_, local := s.local[key]
-	s.mu.Unlock()
-	switch {
-	case c == nil:
-		// A response to nothing in progress: dropped, in constant memory.
-		why := dropUnknown
-		if local {
-			why = dropLocal
-		}
-		s.drop(fromUpstream, why)
-		lr.drain()
-		return true
-	case c.method != methodToolsCall && body == io.Reader(lr):
-		return false
+	defer s.mu.Unlock()
+	if c := s.pending[key]; c != nil {
+		return c, ""
 	}
-	c = s.take(key)
-	if c == nil {
-		lr.drain()
-		return true
+	if _, local := s.local[key]; local {
+		return nil, dropLocal
 	}
-	s.p.streamed.Add(1)
-	var res json.RawMessage
-	err := errLineTooLarge
-	if !over {
-		if c.method != methodToolsCall {
-			err = errNotBounded // spooled, but not a result the proxy bounds
-		} else {
-			res, err = s.streamResult(c, prefix, h, body)
-		}
+	return nil, dropUnknown
+}
+
+// sendStreamed answers the call with its result bounded; a result that
+// cannot be bounded as it was streamed gets a JSON-RPC error.
+func (s *session) sendStreamed(c *call, w *resultWalk) {
+	if c = s.take(callKey(c)); c == nil {
+		return
 	}
+	res, err := w.finish()
 	c.cancel()
-	lr.drain()
 	if err != nil {
-		s.drop(fromUpstream, whyStream(err))
+		s.drop(fromUpstream, whyNotBounded)
 	}
 	// Sent off the read loop, like every bounded result, so a slow client
 	// never stalls the upstream.
@@ -336,108 +237,15 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 		}
 		_ = s.down.writeMsg(s.wctx, &wmsg{id: c.id, result: res})
 	}()
-	return true
-}
-
-// spool copies the rest of a line whose id comes after its payload to f,
-// finding the id on the way, and rewinds f. Past the message limit it
-// stops writing but still reads to the end of the line for the id, and
-// reports over.
-func spool(f *os.File, prefix []byte, lr *lineRest) (id json.RawMessage, over bool, err error) {
-	var sc idScanner
-	sc.feed(prefix)
-	buf := make([]byte, streamBuffer)
-	for {
-		n, rerr := lr.Read(buf)
-		sc.feed(buf[:n])
-		if !over {
-			if _, err := f.Write(buf[:n]); err != nil {
-				lr.drain()
-				return nil, false, err
-			}
-		}
-		switch {
-		case errors.Is(rerr, errLineTooLarge):
-			over = true
-		case errors.Is(rerr, io.EOF):
-			_, err := f.Seek(0, io.SeekStart)
-			return sc.id, over, err
-		case rerr != nil:
-			return nil, false, rerr
-		}
-	}
-}
-
-// streamResult offloads the streamed payload, then bounds the rest of the
-// message with that block decided.
-func (s *session) streamResult(c *call, prefix []byte, h streamHead, rest io.Reader) (json.RawMessage, error) {
-	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(prefix[h.body:]), rest), streamBuffer)
-	sr := &strReader{br: br}
-	var payload io.Reader = sr
-	if h.kind == "data" {
-		payload = newB64Reader(sr)
-	}
-	b := &s.p.bound
-	call := offloadCall(c.tool, c.id)
-	ctx := withReporter(c.ctx, b.reporter)
-	out, err := b.off.OffloadReader(ctx, call, payload)
-	if err != nil {
-		return nil, err
-	}
-	if !sr.done {
-		return nil, errBadString // base64 ended before the string did
-	}
-	tail, err := io.ReadAll(br)
-	if err != nil {
-		return nil, err
-	}
-	whole := make([]byte, 0, h.body+1+len(tail))
-	whole = append(append(append(whole, prefix[:h.body]...), '"'), tail...)
-	m, err := parseMessage(whole)
-	if err != nil {
-		return nil, errBadString
-	}
-	if k, _ := idKey(m.id); m.isCall() || m.err != nil || k != callKey(c) {
-		return nil, errBadString
-	}
-	var fields map[string]json.RawMessage
-	var blocks []json.RawMessage
-	if json.Unmarshal(m.result, &fields) != nil || json.Unmarshal(fields["content"], &blocks) != nil || len(blocks) <= h.index {
-		return nil, errBadString
-	}
-	blk := blocks[h.index]
-	_, mime, ann, payloadKey := wirePayload(blk)
-	if payloadKey != map[string]string{"text": "text", "data": "data"}[h.kind] || restSize(blk, payloadKey) > b.threshold() {
-		return nil, errNotBounded
-	}
-	repl, ref := b.outcomeBlocks(out, mime, ann)
-	return b.boundWireWith(ctx, call, m.result, map[int]decided{h.index: {repl: repl, ref: ref}})
 }
 
 // callKey is the id key of a call.
 func callKey(c *call) string { k, _ := idKey(c.id); return k }
 
-// errNotBounded means a streamed block's other fields are themselves over
-// the threshold (the whole block would have to be decided on its JSON).
-var errNotBounded = errors.New("mcpproxy: streamed block not boundable")
-
 // streamError is the JSON-RPC error a streamed call gets when it fails.
 func streamError(err error) error {
-	switch {
-	case errors.Is(err, errLineTooLarge):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response exceeds the message size limit"}
-	case errors.Is(err, errNotBounded):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's result could not be bounded"}
-	case errors.Is(err, errBadString), errors.As(err, new(base64.CorruptInputError)):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response was not a valid JSON-RPC message"}
+	if errors.Is(err, errNotBounded) {
+		return upstreamBad(&badMessage{why: whyNotBounded})
 	}
 	return err
-}
-
-// whyStream is the drop reason logged for a failed streamed call.
-func whyStream(err error) string {
-	if errors.Is(err, errLineTooLarge) {
-		return whyTooLarge
-	}
-	return "a streamed result could not be taken"
 }

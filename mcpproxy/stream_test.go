@@ -18,18 +18,6 @@ import (
 // testThreshold, must be at most an eighth of it).
 const streamTestAbove = 8 * testThreshold
 
-// streamedAnswer sends one tools/call through a proxy that streams lines
-// past streamTestAbove, answers it with the upstream line, and returns the
-// response the client gets and how many payloads were streamed.
-func streamedAnswer(t *testing.T, line string) (string, int64) {
-	t.Helper()
-	r := newRawRigWith(t, 0, func(p *Proxy) { p.streamAbove = streamTestAbove })
-	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
-	r.upRecv(t)
-	r.answer(t, line)
-	return r.recv(t), r.proxy.streamed.Load()
-}
-
 // wholeAnswer bounds result with the whole-message path on a fresh store.
 func wholeAnswer(t *testing.T, result json.RawMessage) string {
 	t.Helper()
@@ -67,75 +55,33 @@ func jsonQuote(s string, mode uint8) string {
 	return b.String()
 }
 
-// streamShape builds a tools/call response from seed bytes and shape bits,
-// and reports whether the proxy can stream it.
-func streamShape(seed []byte, shape uint8) (line string, result json.RawMessage, streamable bool) {
-	unit := string(seed) + "|é😀\u0000\"\\/\n"
-	if shape&0x80 != 0 {
-		unit += "\xff\xfe" // raw invalid UTF-8
-	}
-	body := strings.Repeat(unit, (2*lineBuffer+streamTestAbove)/len(unit)+2)
-	var payloadBlock string
-	typeLast := len(seed)%3 == 2 // the type after the payload, as a sorted-key encoder writes it
-	switch {
-	case shape&2 == 0 && typeLast:
-		payloadBlock = `{"text":` + jsonQuote(body, shape) + `,"type":"text"`
-	case shape&2 == 0:
-		payloadBlock = `{"type":"text","text":` + jsonQuote(body, shape)
-	case typeLast:
-		payloadBlock = `{"data":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `","mimeType":"image/png","type":"image"`
-	default:
-		payloadBlock = `{"type":"image","mimeType":"image/png","data":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `"`
-	}
-	if shape&16 != 0 {
-		payloadBlock += `,"annotations":{"audience":["user"],"priority":0.5}`
-	}
-	blocks := payloadBlock + "}"
-	if len(seed)%2 == 1 { // small blocks before the streamed one
-		blocks = `{"type":"text","text":"lead"},{"type":"resource_link","uri":"file:///x","name":"x"},` + blocks
-	}
-	if shape&4 != 0 {
-		blocks += `,{"type":"text","text":"small"},{"type":"text","text":` + jsonQuote(strings.Repeat("second ", 400), 0) + `}`
-	}
-	res := `{"content":[` + blocks + `]`
-	if shape&8 != 0 {
-		sc, _ := json.Marshal(map[string]string{"v": body[:3*testThreshold]})
-		res += `,"structuredContent":` + string(sc) + `,"isError":false`
-	}
-	res += `}`
-	switch {
-	case shape&64 != 0: // the id after the result: read whole
-		line = `{"jsonrpc":"2.0","result":` + res + `,"id":1}`
-	case shape&32 != 0:
-		line = `{"id":1,"result":` + res + `,"jsonrpc":"2.0"}`
-	default:
-		line = `{"jsonrpc":"2.0","id":1,"result":` + res + `}`
-	}
-	return line, json.RawMessage(res), true
-}
-
-// FuzzStreamedResult: a result streamed into the offloader gets the same
-// bounded answer, byte for byte (so the same stored bodies, which the
-// references name), as the whole-message path gives.
+// FuzzStreamedResult: a result bounded as it is read gets the same answer,
+// byte for byte (so the same stored bodies, which the references name by
+// their digest), as the whole-message path gives: text, base64 data,
+// embedded resources and structuredContent, short and long, with escapes,
+// surrogate pairs (paired and not), invalid UTF-8 and \u0000, keys in
+// every order, the id before or after the result.
 func FuzzStreamedResult(f *testing.F) {
-	for _, shape := range []uint8{0, 1, 2, 3, 4, 8, 16, 32, 64, 0x80, 0x81, 0x1f, 0x3d} {
+	for _, shape := range []uint64{0, 1, 2, 3, 4, 5, 6, 7, 0x10, 0x25, 0x3f, 0x100, 0x1ff, 0x2a5, 0x8421, 0xfedcba9876543210, 0x0123456789abcdef, 0xffffffffffffffff} {
 		f.Add([]byte("line of text\t"), shape)
-		f.Add([]byte("type last!!"), shape) // len%3 == 2: the type last
 	}
-	f.Add([]byte("\xed\xa0\xbd"), uint8(1))
-	f.Fuzz(func(t *testing.T, seed []byte, shape uint8) {
-		if len(seed) > 256 {
+	f.Add([]byte("\xed\xa0\xbd"), uint64(0x77))
+	f.Add([]byte(""), uint64(0x5a5a5a5a))
+	f.Fuzz(func(t *testing.T, seed []byte, shape uint64) {
+		if len(seed) > 64 {
 			return
 		}
-		line, result, streamable := streamShape(seed, shape)
-		got, streamed := streamedAnswer(t, line)
-		if want := int64(0); streamable {
-			want = 1
-			if streamed != want {
-				t.Fatalf("streamed %d payloads, want %d", streamed, want)
-			}
-		} else if streamed != 0 {
-			t.Fatalf("streamed a result whose id comes last")
+		g := &shapeGen{seed: seed, bits: shape}
+		line, result := g.response()
+		// Small read buffers: every line past 256 bytes is read as a long
+		// one, and payloads past the window (6 × the threshold) stream.
+		r := newRawRigBuf(t, "mem://", 0, 64, func(p *Proxy) { p.streamAbove = 256 })
+		r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big","arguments":{}}}`)
+		r.upRecv(t)
+		r.answer(t, line)
+		got, streamed := r.recv(t), r.proxy.streamed.Load()
+		if len(line) > 1024 && streamed != 1 {
+			t.Fatalf("a %d-byte result was not bounded as it was read", len(line))
 		}
 		var resp map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(got), &resp); err != nil || resp["result"] == nil {
@@ -145,6 +91,118 @@ func FuzzStreamedResult(f *testing.F) {
 			t.Fatalf("streamed answer differs:\n got %.600s\nwant %.600s", resp["result"], want)
 		}
 	})
+}
+
+// shapeGen draws a tools/call response from fuzzed bits.
+type shapeGen struct {
+	seed []byte
+	bits uint64
+}
+
+// take returns the next n bits.
+func (g *shapeGen) take(n uint) int {
+	v := int(g.bits & (1<<n - 1))
+	g.bits = g.bits>>n | g.bits<<(64-n) // rotate: never runs dry
+	return v
+}
+
+// body returns a payload: long (streamed) or short.
+func (g *shapeGen) body(long bool) string {
+	unit := string(g.seed) + "|é😀\u0000\"\\/\n"
+	if g.take(1) == 1 {
+		unit += "\xff\xfe" // raw invalid UTF-8
+	}
+	n := 2
+	if long {
+		n = (6*testThreshold+64)/len(unit) + 2 // past the streaming window
+	}
+	return strings.Repeat(unit, n)
+}
+
+// quote writes s as a JSON string, in one of four manners: encoding/json's,
+// everything outside printable ASCII escaped (surrogate pairs), or either
+// with unpaired surrogate escapes and \u0000 spliced in.
+func (g *shapeGen) quote(s string) string {
+	mode := g.take(2)
+	q := jsonQuote(s, uint8(mode))
+	if mode >= 2 {
+		odd := `\ud800x\udc00\u0000\ud83d\ude00\ud83d`
+		q = q[:1] + odd + q[1:len(q)-1] + odd + `"`
+	}
+	return q
+}
+
+// object writes members in an order drawn from the bits.
+func (g *shapeGen) object(members []string) string {
+	for i := len(members) - 1; i > 0; i-- {
+		j := g.take(2) % (i + 1)
+		members[i], members[j] = members[j], members[i]
+	}
+	return "{" + strings.Join(members, ",") + "}"
+}
+
+// block draws one content block.
+func (g *shapeGen) block() string {
+	long := g.take(1) == 1
+	var m []string
+	if g.take(1) == 1 {
+		m = append(m, `"annotations":{"audience":["user"],"priority":0.5}`)
+	}
+	b64 := func() string { return `"` + base64.StdEncoding.EncodeToString([]byte(g.body(long))) + `"` }
+	switch g.take(3) {
+	case 0, 1:
+		return g.object(append(m, `"type":"text"`, `"text":`+g.quote(g.body(long))))
+	case 2:
+		return g.object(append(m, `"type":"image"`, `"mimeType":"image/png"`, `"data":`+b64()))
+	case 3:
+		return g.object(append(m, `"type":"audio"`, `"data":`+b64()))
+	case 4:
+		res := g.object([]string{`"uri":"file:///r.txt"`, `"mimeType":"text/plain"`, `"text":` + g.quote(g.body(long))})
+		return g.object(append(m, `"type":"resource"`, `"resource":`+res))
+	case 5:
+		res := g.object([]string{`"uri":"file:///r.bin"`, `"blob":` + b64()})
+		return g.object(append(m, `"type":"resource"`, `"resource":`+res))
+	case 6:
+		return `{"type":"resource_link","uri":"file:///x","name":"x"}`
+	}
+	return `{"type":"text","text":"small"}`
+}
+
+// structured draws structuredContent, long or short, compact or spaced.
+func (g *shapeGen) structured() string {
+	rows := 2
+	if g.take(1) == 1 {
+		rows = (6*testThreshold + 64) / 100
+	}
+	var b strings.Builder
+	sep := []string{",", " , ", ",\r\t "}[g.take(2)%3]
+	b.WriteString(`{ "rows" : [`)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(sep)
+		}
+		fmt.Fprintf(&b, `{"i":%d,"s":%s,"f":-1.5e3,"e":-2E+3,"ok":true,"n":null,"a":[0,{}]}`, i, jsonQuote(string(g.seed)+"é\u0000😀", uint8(i)))
+	}
+	b.WriteString("]}")
+	return b.String()
+}
+
+// response returns the line and its result.
+func (g *shapeGen) response() (line string, result json.RawMessage) {
+	var blocks []string
+	for range 1 + g.take(2) {
+		blocks = append(blocks, g.block())
+	}
+	members := []string{`"content":[` + strings.Join(blocks, ",") + `]`}
+	if g.take(1) == 1 {
+		members = append(members, `"structuredContent":`+g.structured())
+	}
+	if g.take(1) == 1 {
+		members = append(members, `"isError":false`, `"_meta":{"k":"v"}`)
+	}
+	res := g.object(members)
+	top := []string{`"jsonrpc":"2.0"`, `"id":1`, `"result":` + res}
+	return g.object(top), json.RawMessage(res)
 }
 
 // TestStreamedLimitsAndDrops: a streamed response over the limit gets the
@@ -248,7 +306,8 @@ func TestSpooledIDLast(t *testing.T) {
 	if l := r.recv(t); errCode(t, l) != -32603 || !strings.Contains(l, "size limit") || string(fields(t, l)["id"]) != `"b"` {
 		t.Fatalf("over the limit: %s", l)
 	}
-	if left, _ := os.ReadDir(dir); len(left) != 0 || r.proxy.streamed.Load() != 2 {
+	// The second is answered by the size check, before any bounding.
+	if left, _ := os.ReadDir(dir); len(left) != 0 || r.proxy.streamed.Load() != 1 {
 		t.Fatalf("%d files left in the spool directory; streamed %d", len(left), r.proxy.streamed.Load())
 	}
 }

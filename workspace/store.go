@@ -64,6 +64,16 @@ func (s *Store) Close() error {
 // Bodies returns the body driver, for optional capabilities and tests.
 func (s *Store) Bodies() driver.Bodies { return s.bodies }
 
+// TempDir returns the workspace's temporary area on local disk (see
+// driver.TempDirer), or "" when its backend has none (memory, PostgreSQL,
+// S3): a caller then uses its own temporary directory.
+func (s *Store) TempDir() string {
+	if t, ok := s.bodies.(driver.TempDirer); ok {
+		return t.TempDir()
+	}
+	return ""
+}
+
 // Records returns the record driver, for optional capabilities and tests.
 func (s *Store) Records() driver.Records { return s.records }
 

@@ -79,9 +79,12 @@ a request the proxy answers itself, or one for an id never sent is dropped.
 Each drop is one warning line on standard error (side, reason, count; never
 content). Request ids are answered exactly as the client wrote them.
 
-A large text block, or an image or audio block's base64 data, in a tools/call
-result is streamed into the workspace as it arrives (unescaped or decoded on
-the fly), so the proxy's memory does not grow with it; --max-message still
+Large messages are never held whole: a tools/call result's text blocks,
+base64 image, audio and embedded-resource payloads and structuredContent are
+streamed into the workspace as they arrive (unescaped or decoded on the fly),
+and any other large message, both ways, is spooled to the workspace's
+temporary area (the system's for a non-directory workspace) and passed on in
+pieces, so the proxy's memory does not grow with them; --max-message still
 bounds every message.
 
 Example MCP client configuration:
@@ -170,7 +173,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		if err != nil {
 			return nil, internal("mcp", err)
 		}
-		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger})
+		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger, TempDir: store.TempDir()})
 		if err != nil {
 			return nil, usagef("%v", err)
 		}

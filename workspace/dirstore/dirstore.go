@@ -91,7 +91,7 @@ const (
 	bodyDir    = "sha256"
 	lockDir    = "locks"
 	dbName     = "records.db"
-	tempPrefix = ".tmp-"
+	tempPrefix = driver.TempPrefix
 )
 
 // Permission modes of what the Store creates.
@@ -141,11 +141,12 @@ type Store struct {
 
 // The Store is one value for every driver role.
 var (
-	_ driver.Bodies  = (*Store)(nil)
-	_ driver.Records = (*Store)(nil)
-	_ driver.Locker  = (*Store)(nil)
-	_ driver.Checker = (*Store)(nil)
-	_ io.Closer      = (*Store)(nil)
+	_ driver.Bodies    = (*Store)(nil)
+	_ driver.Records   = (*Store)(nil)
+	_ driver.Locker    = (*Store)(nil)
+	_ driver.Checker   = (*Store)(nil)
+	_ driver.TempDirer = (*Store)(nil)
+	_ io.Closer        = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the workspace directory dir. nil opts =
@@ -197,6 +198,11 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 	}
 	return s, nil
 }
+
+// TempDir returns the body directory, where the Store writes its own
+// temporary bodies: a file there named with driver.TempPrefix that nobody
+// holds locked is swept by the next Open.
+func (s *Store) TempDir() string { return filepath.Join(s.dir, bodyDir) }
 
 func (s *Store) init(ctx context.Context, o Options) error {
 	if err := s.initFiles(ctx); err != nil {

@@ -141,6 +141,20 @@ type Checker interface {
 	UnsafePermissions(ctx context.Context) ([]string, error)
 }
 
+// TempDirer is an optional capability of Bodies kept on a local file
+// system: TempDir names a directory, private to the workspace's owner,
+// where a caller may spool data it cannot hold in memory (the MCP proxy's
+// large messages). A file created there under a name starting with
+// TempPrefix that no process holds flock(2)ed is removed the next time the
+// backend is opened, so a spool left by a killed process does not stay.
+type TempDirer interface {
+	TempDir() string
+}
+
+// TempPrefix starts the name of every temporary file in a TempDirer's
+// directory.
+const TempPrefix = ".tmp-"
+
 // RecordExpirer is an optional capability of Records: deleting the records
 // last used before cutoff, each in one atomic step that re-checks its
 // last-used time, so that a record touched meanwhile is kept (SQL: DELETE …

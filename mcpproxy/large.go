@@ -1,0 +1,348 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/hybridctx/hybridctx/workspace/driver"
+)
+
+// Long messages in bounded memory, both ways.
+//
+// A line that grows past the connection's streaming length (streamAbove) is
+// not assembled in memory. It is checked as it is read (exactly as
+// json.Valid would check it) and its small top-level values (jsonrpc, id,
+// method, error) are kept, while the value of params or result, the one
+// that makes it long, is copied to a private spool file in Options.TempDir
+// (removed as soon as it is created). The message then goes the usual way,
+// and a connection of this package writes the spooled value to the other
+// side in 64 KiB pieces: a large tools/call argument from the client or a
+// large resources/read result from the server passes in constant memory.
+// The few rewrites that need the whole value (initialize, the list
+// methods, a tools/call result when streaming is off, any SDK connection)
+// read it back into memory, as they read a short message, up to the
+// message limit. On the upstream side a tools/call result is bounded as it
+// is read instead (stream.go). Without a spool file (the directory cannot
+// be written), the value is held in memory as before.
+
+// rewritten are the methods whose results the proxy reads whole; any other
+// result passes as it came, a spooled one in pieces.
+var rewritten = map[string]bool{methodInitialize: true, methodDiscover: true, methodToolsList: true,
+	methodTemplatesList: true, methodResourcesList: true, methodToolsCall: true}
+
+// errTaken answers a request whose long message could not be read back.
+var errTaken = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: " + whyTaken}
+
+// spool holds the long values of one message.
+type spool struct {
+	f    *os.File // nil: held in mem
+	w    *bufio.Writer
+	mem  rawBuf
+	size int64
+}
+
+// newSpool creates a spool file in dir (os.TempDir when empty), or an
+// in-memory spool when none can be created.
+func newSpool(dir string) *spool {
+	f, err := os.CreateTemp(dir, driver.TempPrefix+"mcp-*")
+	if err != nil {
+		return &spool{}
+	}
+	_ = os.Remove(f.Name()) // private, and never left behind
+	return &spool{f: f, w: bufio.NewWriterSize(f, streamBuffer)}
+}
+
+func (s *spool) Write(p []byte) (int, error) {
+	s.size += int64(len(p))
+	if s.f == nil {
+		return s.mem.Write(p)
+	}
+	return s.w.Write(p)
+}
+
+func (s *spool) WriteByte(c byte) error {
+	s.size++
+	if s.f == nil {
+		return s.mem.WriteByte(c)
+	}
+	return s.w.WriteByte(c)
+}
+
+// section returns a reader of n bytes at off.
+func (s *spool) section(off, n int64) (io.Reader, error) {
+	if s.f == nil {
+		return bytes.NewReader(s.mem[off : off+n]), nil
+	}
+	if err := s.w.Flush(); err != nil {
+		return nil, err
+	}
+	return io.NewSectionReader(s.f, off, n), nil
+}
+
+func (s *spool) close() {
+	if s != nil && s.f != nil {
+		_ = s.f.Close()
+	}
+}
+
+// bigValue is the spooled value of a message's params or result.
+type bigValue struct {
+	key    string // "params" or "result"
+	sp     *spool
+	off, n int64
+	// The params fields the proxy routes by (tools/call's name,
+	// resources/read's uri), as encoding/json would decode them.
+	name, uri string
+	uriBad    bool // params would not decode into the uri struct
+}
+
+// reader returns the value's bytes.
+func (b *bigValue) reader() (io.Reader, error) { return b.sp.section(b.off, b.n) }
+
+// has reports whether m's key is held in a spool.
+func (m *wmsg) has(key string) bool { return m.big != nil && m.big.key == key }
+
+// load reads a spooled value into memory (a rewrite needs it whole).
+func (m *wmsg) load() error {
+	b := m.big
+	if b == nil {
+		return nil
+	}
+	m.big = nil
+	defer b.sp.close()
+	r, err := b.reader()
+	if err != nil {
+		return err
+	}
+	v := make(json.RawMessage, b.n)
+	if _, err := io.ReadFull(r, v); err != nil {
+		return err
+	}
+	if b.key == "params" {
+		m.params = v
+	} else {
+		m.result = v
+	}
+	return nil
+}
+
+// release drops a spooled value that will not be written.
+func (m *wmsg) release() {
+	if m.big != nil {
+		m.big.sp.close()
+		m.big = nil
+	}
+}
+
+// longLine reads one long line.
+type longLine struct {
+	j   *jreader
+	sc  idScanner // finds the id of a line that cannot be taken
+	lr  *lineRest
+	dir string
+	sp  *spool
+	m   wmsg
+	ver json.RawMessage
+}
+
+// newLongLine reads the line that starts with prefix and goes on in rest.
+func newLongLine(prefix []byte, rest io.Reader, dir string, size int) *longLine {
+	l := &longLine{dir: dir}
+	l.lr, _ = rest.(*lineRest)
+	src := &scanTee{r: io.MultiReader(bytes.NewReader(prefix), rest), sc: &l.sc}
+	l.j = &jreader{br: bufio.NewReaderSize(src, size)}
+	return l
+}
+
+// scanTee feeds what is read to an id scanner.
+type scanTee struct {
+	r  io.Reader
+	sc *idScanner
+}
+
+func (t *scanTee) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.sc.feed(p[:n])
+	return n, err
+}
+
+// resultWalker consumes a response's result value at the reader, given the
+// response's id; nil means the result is spooled.
+type resultWalker func(id json.RawMessage) func(j *jreader) error
+
+// read reads the line's message; at is asked what to do with a result
+// whose id came before it (nil: spool every result). A line that cannot be
+// taken gives a *badMessage; the line is always read to its end.
+func (l *longLine) read(at resultWalker) (*wmsg, error) {
+	err := l.walk(at)
+	if err == nil {
+		if _, perr := l.j.peek(discard{}); perr != io.EOF {
+			err = eofBad(perr)
+			if perr == nil {
+				err = errBadJSON
+			}
+		}
+	}
+	if err != nil {
+		l.m.release()
+		l.drain()
+		return nil, l.bad(err)
+	}
+	m, err := checkMessage(&l.m, l.ver)
+	if err != nil {
+		l.m.release()
+	}
+	return m, err
+}
+
+// bad is the *badMessage for a line that failed with err.
+func (l *longLine) bad(err error) error {
+	var b *badMessage
+	switch {
+	case errors.As(err, &b):
+		return b
+	case errors.Is(err, errLineTooLarge):
+		return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: l.sc.id}
+	case errors.Is(err, errBadJSON), errors.Is(err, errBadString):
+		return &badMessage{code: jsonrpc.CodeParseError, why: whyParse, id: l.sc.id}
+	case errors.Is(err, errNotBounded), errors.As(err, new(base64.CorruptInputError)):
+		return &badMessage{code: jsonrpc.CodeInternalError, why: whyNotBounded, id: l.sc.id}
+	}
+	return &badMessage{code: jsonrpc.CodeInternalError, why: whyTaken, id: l.sc.id}
+}
+
+// drain reads the rest of the line through the scanner, in constant memory.
+func (l *longLine) drain() {
+	if l.lr != nil {
+		l.lr.budget = -1
+	}
+	// The reader returns a pending over-limit error once, then goes on.
+	for range 2 {
+		if _, err := io.Copy(io.Discard, l.j.br); err == nil {
+			return
+		}
+	}
+}
+
+// walk reads the top-level object.
+func (l *longLine) walk(at resultWalker) error {
+	c, err := l.j.next(discard{})
+	if err != nil {
+		return err
+	}
+	if c != '{' {
+		if err := l.j.value(discard{}, 0); err != nil {
+			return err
+		}
+		if _, err := l.j.peek(discard{}); err != io.EOF {
+			return eofBad(err) // more after the value (or a failed read)
+		}
+		if c == '[' {
+			return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyBatch}
+		}
+		return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyObject}
+	}
+	m := &l.m
+	walked := false
+	return l.j.members(discard{}, 1, func(key string) (err error) {
+		switch key {
+		case "jsonrpc":
+			l.ver, err = l.j.small(discard{}, 1)
+		case "id":
+			m.id, err = l.j.small(discard{}, 1)
+		case "method":
+			if walked {
+				return errNotBounded // a request after all: it must not be taken as the answer
+			}
+			m.method, err = l.j.small(discard{}, 1)
+		case "error":
+			m.err, err = l.j.small(discard{}, 1)
+		case "params", "result":
+			if walked {
+				return errNotBounded // a second result, or params, after one bounded as it came
+			}
+			if key == "result" && at != nil && m.id != nil && m.method == nil && m.big == nil {
+				if w := at(m.id); w != nil {
+					walked = true
+					m.release()
+					m.big = &bigValue{key: key}
+					return w(l.j)
+				}
+			}
+			return l.spill(key)
+		default:
+			return l.j.value(discard{}, 1)
+		}
+		return err
+	}, true)
+}
+
+// spill copies the value of key to the spool; a value spooled before under
+// the other key is read back into memory (a message has one long value).
+func (l *longLine) spill(key string) error {
+	m := &l.m
+	if m.big != nil && m.big.key != key {
+		if err := m.load(); err != nil {
+			return err
+		}
+		l.sp = nil
+	}
+	if l.sp == nil {
+		l.sp = newSpool(l.dir)
+	}
+	switch key {
+	case "params":
+		m.params = nil
+	case "result":
+		m.result = nil
+	}
+	b := &bigValue{key: key, sp: l.sp, off: l.sp.size}
+	c, err := l.j.next(l.sp)
+	if err != nil {
+		return err
+	}
+	b.off = l.sp.size
+	if key == "params" && c == '{' {
+		err = l.j.members(l.sp, 2, func(k string) error { return l.routed(b, k) }, true)
+	} else {
+		b.uriBad = c != 'n' // anything but null fails to decode into a struct
+		err = l.j.value(l.sp, 1)
+	}
+	b.n = l.sp.size - b.off
+	m.big = b
+	return err
+}
+
+// routed reads one member of a spooled params object, keeping name and uri
+// as json.Unmarshal into the proxy's params structs would (keys matched
+// without case, the last string wins; for uri, a value of another type is
+// a decoding error).
+func (l *longLine) routed(b *bigValue, k string) error {
+	var into *string
+	switch {
+	case strings.EqualFold(k, "name"):
+		into = &b.name
+	case strings.EqualFold(k, "uri"):
+		into = &b.uri
+	default:
+		return l.j.value(l.sp, 2)
+	}
+	v, err := l.j.small(l.sp, 2)
+	switch {
+	case err != nil:
+		return err
+	case v[0] == '"':
+		return json.Unmarshal(v, into)
+	case into == &b.uri && string(v) != "null":
+		b.uriBad = true
+	}
+	return nil
+}

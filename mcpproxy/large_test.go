@@ -1,0 +1,209 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/hybridctx/hybridctx/workspace/driver"
+)
+
+// longString is a JSON string of about n bytes with escapes and non-ASCII.
+func longString(n int) string {
+	unit := `line \"q\" \\ é 😀 \u0000 \ud83d\ude00 \ud800 tab\t` + "\xff"
+	return `"` + strings.Repeat(unit, n/len(unit)+1) + `"`
+}
+
+// TestLongMessagesPassInPieces: long messages the proxy does not bound go
+// through spooled, byte for byte, both ways; the routing fields of a long
+// client request are found wherever they are; nothing is left in the spool
+// directory.
+func TestLongMessagesPassInPieces(t *testing.T) {
+	dir := t.TempDir()
+	r := newRawRigWith(t, 0, func(p *Proxy) { p.streamAbove, p.tempDir = streamTestAbove, dir })
+	arg := longString(3 * lineBuffer)
+
+	// A tools/call whose name comes after its long arguments.
+	params := `{"arguments":{"x":` + arg + `}, "name" : "echo"}`
+	r.send(t, `{"id":7,"params":`+params+`,"method":"tools/call","jsonrpc":"2.0"}`)
+	if got, want := r.upRecv(t), `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":`+params+`}`; got != want {
+		t.Fatalf("forwarded %d bytes, want %d", len(got), len(want))
+	}
+	// Its answer (short), then a long resources/read result.
+	r.answer(t, `{"jsonrpc":"2.0","id":7,"result":{"content":[]}}`)
+	r.recv(t)
+	r.send(t, `{"jsonrpc":"2.0","id":8,"method":"resources/read","params":{"uri":"file:///big"}}`)
+	r.upRecv(t)
+	result := `{"contents":[{"uri":"file:///big","text":` + arg + `}]}`
+	r.answer(t, `{"result":`+result+`,"id":8,"jsonrpc":"2.0"}`)
+	if got, want := r.recv(t), `{"jsonrpc":"2.0","id":8,"result":`+result+`}`; got != want {
+		t.Fatalf("passed %d bytes, want %d", len(got), len(want))
+	}
+	// A long notification from the upstream.
+	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":` + arg + `}}`
+	r.answer(t, note)
+	if got := r.recv(t); got != note {
+		t.Fatalf("notification: %d bytes, want %d", len(got), len(note))
+	}
+	// Long requests the proxy serves itself: never forwarded.
+	r.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"arguments":{"ref":"artifact://sha256/`+strings.Repeat("0", 64)+`","pad":`+arg+`},"NAME":"read_artifact"}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "9" || !strings.Contains(l, "result") {
+		t.Fatalf("long read_artifact call: %.300s", l)
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":10,"method":"resources/read","params":{"pad":`+arg+`,"uri":"artifact://sha256/`+strings.Repeat("0", 64)+`"}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "10" || errCode(t, l) == 0 {
+		t.Fatalf("long artifact read: %.300s", l)
+	}
+	// A long resources/read whose uri is not a string goes upstream.
+	r.send(t, `{"jsonrpc":"2.0","id":11,"method":"resources/read","params":{"pad":`+arg+`,"uri":7}}`)
+	if l := r.upRecv(t); string(fields(t, l)["id"]) != "11" {
+		t.Fatalf("not forwarded: %.300s", l)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("%d files left in the spool directory", len(left))
+	}
+}
+
+// TestLongClientLinesRefused: a long client line that is not valid JSON,
+// or over the limit, gets the error the short one gets, under its id found
+// wherever it is; the session goes on.
+func TestLongClientLinesRefused(t *testing.T) {
+	limit := 8 * lineBuffer
+	r := newRawRigWith(t, limit, func(p *Proxy) { p.streamAbove = streamTestAbove })
+	arg := longString(2 * lineBuffer)
+	for _, c := range []struct {
+		line string
+		code int64
+	}{
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":` + arg + `,}},"id":"bad"}`, -32700},
+		{`{"jsonrpc":"2.0","method":"tools/call","params":{"arguments":{"x":` + longString(2*limit) + `}},"id":"big"}`, -32600},
+		{`{"jsonrpc":"1.0","id":"v","method":"x","params":` + arg + `}`, -32600},
+	} {
+		r.send(t, c.line)
+		l := r.recv(t)
+		if errCode(t, l) != c.code || !strings.Contains(c.line, `"id":`+string(fields(t, l)["id"])) {
+			t.Fatalf("answer: %s", l)
+		}
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	if l := r.upRecv(t); string(fields(t, l)["id"]) != "3" {
+		t.Fatalf("after: %s", l)
+	}
+}
+
+// TestSpoolInTempDir: a spool file is created in the directory given, under
+// the workspace's temporary prefix (swept if a process dies holding it),
+// and removed at once; an unwritable directory falls back to memory.
+func TestSpoolInTempDir(t *testing.T) {
+	dir := t.TempDir()
+	sp := newSpool(dir)
+	defer sp.close()
+	if sp.f == nil || filepath.Dir(sp.f.Name()) != dir || !strings.HasPrefix(filepath.Base(sp.f.Name()), driver.TempPrefix) {
+		t.Fatalf("spool file %v", sp.f)
+	}
+	if _, err := os.Stat(sp.f.Name()); !os.IsNotExist(err) {
+		t.Fatalf("the spool file is still named: %v", err)
+	}
+	_, _ = sp.Write([]byte("abc"))
+	mem := newSpool(filepath.Join(dir, "missing"))
+	_, _ = mem.Write([]byte("abc"))
+	for _, s := range []*spool{sp, mem} {
+		r, err := s.section(1, 2)
+		b := make([]byte, 2)
+		if _, rerr := r.Read(b); err != nil || rerr != nil || string(b) != "bc" {
+			t.Fatalf("section: %q %v %v", b, err, rerr)
+		}
+	}
+	if mem.f != nil {
+		t.Fatal("a spool file in a missing directory")
+	}
+}
+
+// FuzzLongLine: a line read as a long one (params or result spooled) gives
+// the message, or the refusal with its id, that parsing it whole gives.
+func FuzzLongLine(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2,{"b":null}]}}}`,
+		`{"params":{"NAME":"a","name":7,"Uri":"u"},"method":"m","id":"s","jsonrpc":"2.0"}`,
+		`{"jsonrpc":"2.0","result":{"x":"\u00e9\ud800"},"id":1.50}`,
+		`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"},"result":{}}`,
+		`{"jsonrpc":"2.0","id":3,"params":[1],"result":{},"method":"x","params":{"b":2}}`,
+		`{"jsonrpc":"2.0","id":4,"result":{,}}`, `[{"jsonrpc":"2.0"}]`, `"x"`, `{"id":{"a":1},"jsonrpc":"2.0","result":1}`,
+		`{"jsonrpc":"2.0","id":5,"result":1} x`, ` {"jsonrpc" : "2.0" , "id" : 6 , "result" : [ ] } `, `{"jsonrpc":"2.0","id":null,"result":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if bytes.IndexByte(line, '\n') >= 0 || !bytes.Equal(bytes.TrimSpace(line), bytes.Trim(line, " \t\r")) {
+			return // a line, and no trimmed space JSON does not know
+		}
+		want, werr := parseMessage(line)
+		lr := &lineRest{br: bufio.NewReader(bytes.NewReader(append(append([]byte(nil), line...), '\n'))), budget: -1}
+		l := newLongLine(nil, lr, t.TempDir(), 64)
+		got, gerr := l.read(nil)
+		if (werr == nil) != (gerr == nil) {
+			t.Fatalf("whole: %v, long: %v", werr, gerr)
+		}
+		if werr != nil {
+			wb, gb := werr.(*badMessage), l.bad(gerr).(*badMessage)
+			if wb.why != gb.why || wb.code != gb.code || string(wb.id) != string(gb.id) {
+				t.Fatalf("whole: %+v, long: %+v", wb, gb)
+			}
+			return
+		}
+		if got.has("params") && want.name == methodToolsCall {
+			var p struct{ Name string }
+			_ = json.Unmarshal(want.params, &p)
+			if p.Name != got.big.name {
+				t.Fatalf("name %q, want %q", got.big.name, p.Name)
+			}
+		}
+		if got.has("params") {
+			var p struct{ URI string }
+			bad := json.Unmarshal(want.params, &p) != nil
+			if bad != got.big.uriBad || !bad && p.URI != got.big.uri {
+				t.Fatalf("uri %q %v, want %q %v", got.big.uri, got.big.uriBad, p.URI, bad)
+			}
+		}
+		if g, w := got.encode(), want.encode(); !bytes.Equal(g, w) {
+			t.Fatalf("long %s\nwhole %s", g, w)
+		}
+	})
+}
+
+// TestStreamedUnusualResults: the results a streamed read cannot bound as
+// the whole message would be (stream.go lists them) get a JSON-RPC error
+// under their id, and the session goes on.
+func TestStreamedUnusualResults(t *testing.T) {
+	r := newRawRigBuf(t, "mem://", 0, 64, func(p *Proxy) { p.streamAbove = 256 })
+	long := strings.Repeat("x", 8*testThreshold)
+	for i, res := range []string{
+		// base64 that is mostly escaped line breaks: it decodes to little.
+		`{"content":[{"type":"image","mimeType":"image/png","data":"QUFB` + strings.Repeat(`\n`, 4*testThreshold) + `"}]}`,
+		// the type, once known, reads another key.
+		`{"content":[{"text":"` + long + `","type":"image","data":"QUFB"}]}`,
+		// the payload key repeated: the last one counts.
+		`{"content":[{"type":"text","text":"` + long + `","text":"short"}]}`,
+		// the other fields over the threshold.
+		`{"content":[{"type":"text","text":"` + long + `","_meta":{"m":"` + long + `"}}]}`,
+	} {
+		id := strconv.Itoa(i + 1)
+		r.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"t"}}`)
+		r.upRecv(t)
+		r.answer(t, `{"jsonrpc":"2.0","id":`+id+`,"result":`+res+`}`)
+		if l := r.recv(t); errCode(t, l) != -32603 || !strings.Contains(l, "could not be bounded") || string(fields(t, l)["id"]) != id {
+			t.Fatalf("result %d: %.300s", i, l)
+		}
+	}
+	r.send(t, `{"jsonrpc":"2.0","id":99,"method":"ping"}`)
+	r.upRecv(t)
+	r.answer(t, `{"jsonrpc":"2.0","id":99,"result":{}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "99" {
+		t.Fatalf("after: %s", l)
+	}
+}

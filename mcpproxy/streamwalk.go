@@ -1,0 +1,294 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+
+	"github.com/hybridctx/hybridctx"
+)
+
+// resultWalk bounds one tools/call result as it is read (see stream.go).
+type resultWalk struct {
+	b      *bounder
+	ctx    context.Context
+	call   hybridctx.Call
+	j      *jreader
+	skel   rawBuf
+	items  []streamedItem
+	window int // 0: nothing is streamed
+	nonce  string
+}
+
+// streamedItem is one payload streamed into the offloader.
+type streamedItem struct {
+	token string // its place in the skeleton: a JSON string's content, valid base64 too
+	kind  itemKind
+	out   *hybridctx.OffloadResult
+}
+
+type itemKind uint8
+
+const (
+	itemText itemKind = iota // a JSON string, unescaped
+	itemB64                  // a JSON string, unescaped and base64-decoded
+	itemJSON                 // a JSON value as written (structuredContent)
+)
+
+// preStructured is the key of structuredContent in boundWireWith's pre.
+const preStructured = -1
+
+// newResultWalk starts the walk of a result for the call c.
+func (s *session) newResultWalk(c *call) *resultWalk {
+	b := &s.p.bound
+	call := offloadCall(c.tool, c.id)
+	pol := b.off.Policy()
+	t := pol.InlineThreshold
+	if n, ok := pol.ToolThresholds[call.Tool]; ok {
+		t = n
+	}
+	w := &resultWalk{b: b, ctx: withReporter(c.ctx, b.reporter), call: call, nonce: s.p.nonce}
+	if t >= 0 && t <= (maxWindow-64)/6 {
+		w.window = int(6*t + 64)
+	}
+	return w
+}
+
+// readSize is the read buffer a walk needs.
+func (w *resultWalk) readSize() int { return w.window + streamBuffer }
+
+// walk reads the result value at j into the skeleton, streaming payloads.
+func (w *resultWalk) walk(j *jreader) error {
+	w.j = j
+	c, err := j.next(&w.skel)
+	if err != nil {
+		return err
+	}
+	if c != '{' {
+		return j.value(&w.skel, 1)
+	}
+	return j.members(&w.skel, 2, func(key string) error {
+		switch key {
+		case "content":
+			c, err := j.next(&w.skel)
+			switch {
+			case err != nil:
+				return err
+			case c != '[':
+				return j.value(&w.skel, 2)
+			}
+			return j.elements(&w.skel, 3, func(int) error {
+				c, err := j.next(&w.skel)
+				switch {
+				case err != nil:
+					return err
+				case c != '{':
+					return j.value(&w.skel, 3)
+				}
+				return w.block(4)
+			})
+		case "structuredContent":
+			return w.structured(2)
+		}
+		return j.value(&w.skel, 2)
+	}, true)
+}
+
+// block walks a content block (an object at depth).
+func (w *resultWalk) block(depth int) error {
+	j := w.j
+	typ := ""
+	return j.members(&w.skel, depth, func(key string) error {
+		c, err := j.next(&w.skel)
+		if err != nil {
+			return err
+		}
+		switch {
+		case key == "type" && c == '"':
+			v, err := j.small(&w.skel, depth)
+			if err == nil {
+				err = json.Unmarshal(v, &typ)
+			}
+			return err
+		case key == "text" && c == '"' && (typ == "" || typ == "text"):
+			return w.payload(itemText)
+		case key == "data" && c == '"' && (typ == "" || typ == "image" || typ == "audio"):
+			return w.payload(itemB64)
+		case key == "resource" && c == '{' && (typ == "" || typ == "resource"):
+			return j.members(&w.skel, depth+1, func(k string) error {
+				c, err := j.next(&w.skel)
+				switch {
+				case err != nil:
+					return err
+				case k == "text" && c == '"':
+					return w.payload(itemText)
+				case k == "blob" && c == '"':
+					return w.payload(itemB64)
+				}
+				return j.value(&w.skel, depth+1)
+			}, true)
+		}
+		return j.value(&w.skel, depth)
+	}, true)
+}
+
+// short reports whether the value at the reader ends within the window.
+func (w *resultWalk) short(str bool) bool {
+	if w.window == 0 {
+		return true
+	}
+	win, _ := w.j.br.Peek(w.window + 1)
+	if str {
+		return len(win) > 0 && endsString(win[1:])
+	}
+	return skipValue(win, 0) < len(win)
+}
+
+// token places the next item's token in the skeleton.
+func (w *resultWalk) token() string {
+	t := "hybridctxStreamed" + w.nonce + strconv.Itoa(len(w.items))
+	for len(t)%4 != 0 {
+		t += "0"
+	}
+	w.skel = append(append(append(w.skel, '"'), t...), '"')
+	return t
+}
+
+// payload streams the string at the reader into the offloader, or copies a
+// short one into the skeleton.
+func (w *resultWalk) payload(kind itemKind) error {
+	if w.short(true) {
+		return w.j.str(&w.skel)
+	}
+	_, _ = w.j.br.Discard(1) // the opening quote
+	tok := w.token()
+	sr := &strReader{br: w.j.br}
+	var r io.Reader = sr
+	if kind == itemB64 {
+		r = newB64Reader(sr)
+	}
+	out, err := w.b.off.OffloadReader(w.ctx, w.call, r)
+	if err != nil {
+		return err
+	}
+	// The rest of the string, when the decision stopped reading early.
+	if _, err := io.Copy(io.Discard, sr); err != nil {
+		return err
+	}
+	w.items = append(w.items, streamedItem{token: tok, kind: kind, out: out})
+	return nil
+}
+
+// structured streams a long structuredContent object or array into the
+// offloader as written, or copies a short one into the skeleton.
+func (w *resultWalk) structured(depth int) error {
+	j := w.j
+	c, err := j.next(&w.skel)
+	if err != nil {
+		return err
+	}
+	if c != '{' && c != '[' || w.short(false) {
+		return j.value(&w.skel, depth)
+	}
+	tok := w.token()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		bw := bufio.NewWriterSize(pw, streamBuffer)
+		err := j.value(bw, depth)
+		if err == nil {
+			err = bw.Flush()
+		}
+		_ = pw.CloseWithError(err)
+		done <- err
+	}()
+	out, err := w.b.off.OffloadReader(w.ctx, w.call, pr)
+	_, _ = io.Copy(io.Discard, pr) // the rest, when the decision stopped early
+	if perr := <-done; perr != nil {
+		return perr
+	}
+	if err != nil {
+		return err
+	}
+	w.items = append(w.items, streamedItem{token: tok, kind: itemJSON, out: out})
+	return nil
+}
+
+// finish bounds the skeleton with the streamed payloads decided, or fails
+// with errNotBounded when the whole-message code would read the result
+// otherwise than it was streamed.
+func (w *resultWalk) finish() (json.RawMessage, error) {
+	skel := json.RawMessage(w.skel)
+	var fields map[string]json.RawMessage
+	var blocks []json.RawMessage
+	if json.Unmarshal(skel, &fields) != nil || fields == nil {
+		return nil, errNotBounded
+	}
+	if c, ok := fields["content"]; ok && !isNull(c) && json.Unmarshal(c, &blocks) != nil {
+		return nil, errNotBounded
+	}
+	pre := map[int]decided{}
+	for i, blk := range blocks {
+		payload, mime, ann, key := wirePayload(blk)
+		it := w.match(payload)
+		if it == nil {
+			continue
+		}
+		repl, ref := w.b.outcomeBlocks(it.out, mime, ann)
+		if repl == nil || restSize(blk, key) > w.b.threshold() {
+			return nil, errNotBounded
+		}
+		pre[i] = decided{repl: repl, ref: ref}
+	}
+	if sc, ok := fields["structuredContent"]; ok {
+		if it := w.match(sc); it != nil {
+			repl, ref := w.b.outcomeBlocks(it.out, mimeJSON, nil)
+			pre[preStructured] = decided{repl: repl, ref: ref}
+		}
+	}
+	if len(pre) != len(w.items) {
+		return nil, errNotBounded
+	}
+	return w.b.boundWireWith(w.ctx, w.call, skel, pre)
+}
+
+// match returns the item whose token is payload, read as the whole-message
+// code reads it: a string (text), decoded bytes (base64) or a JSON value
+// (structuredContent).
+func (w *resultWalk) match(payload any) *streamedItem {
+	for i := range w.items {
+		it := &w.items[i]
+		switch p := payload.(type) {
+		case string:
+			if it.kind == itemText && p == it.token {
+				return it
+			}
+		case []byte:
+			if d, err := base64.StdEncoding.DecodeString(it.token); it.kind == itemB64 && err == nil && string(p) == string(d) {
+				return it
+			}
+		case json.RawMessage:
+			if it.kind == itemJSON && string(p) == `"`+it.token+`"` {
+				return it
+			}
+		}
+	}
+	return nil
+}
+
+// newNonce returns the random part of the proxy's tokens.
+func newNonce() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// errNotBounded means a streamed result cannot be bounded as the whole
+// message would be (see stream.go).
+var errNotBounded = errors.New("mcpproxy: streamed result not boundable")
