@@ -148,7 +148,8 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	w.done = true
 	var err error
 	if !w.s.noDirSync {
-		if err = w.s.syncDir(bodyDir); err != nil {
+		// Concurrent commits share one fsync of the body directory.
+		if err = w.s.bodySync.sync(func() error { return w.s.syncDir(bodyDir) }); err != nil {
 			err = fmt.Errorf("dirstore: sync body directory: %w", err)
 		}
 	}

@@ -132,7 +132,8 @@ type Store struct {
 	fsys      vfs.FS
 	rec       *records
 	clock     func() time.Time
-	noDirSync bool // a test-only mutant: Commit skips the directory fsync
+	noDirSync bool      // a test-only mutant: Commit skips the directory fsync
+	bodySync  syncGroup // joins the body directory fsyncs of concurrent commits
 
 	closeOnce sync.Once
 	closeErr  error
