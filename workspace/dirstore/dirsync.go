@@ -22,6 +22,7 @@ type syncGroup struct {
 	running  bool
 	failed   uint64 // the latest generation whose fsync failed (0: none)
 	failErr  error
+	waiters  int // callers waiting for a run to end (for tests)
 }
 
 // sync returns once a run of do (an fsync of the directory) that started
@@ -35,7 +36,9 @@ func (g *syncGroup) sync(do func() error) error {
 	want := g.started + 1 // the first run that starts after now
 	for g.finished < want {
 		if g.running {
+			g.waiters++
 			g.cond.Wait()
+			g.waiters--
 			continue
 		}
 		g.running = true

@@ -44,7 +44,9 @@ type createReq struct {
 type creates struct {
 	mu      sync.Mutex
 	queue   []*createReq
-	leading bool // a leader holds the turn
+	leading bool   // a leader holds the turn
+	taken   int    // requests in the batch being committed (for tests)
+	batches uint64 // transactions of more than one record committed (for tests)
 }
 
 // create commits the record whose INSERT arguments are args and reports
@@ -88,6 +90,7 @@ func (r *records) lead(first *createReq) (bool, error) {
 	n := min(len(c.queue), maxBatch-1)
 	batch := append([]*createReq{first}, c.queue[:n]...)
 	c.queue = slices.Delete(c.queue, 0, n)
+	c.taken = len(batch)
 	c.mu.Unlock()
 
 	r.commitBatch(batch)
@@ -96,6 +99,7 @@ func (r *records) lead(first *createReq) (bool, error) {
 	}
 
 	c.mu.Lock()
+	c.taken = 0
 	if len(c.queue) == 0 {
 		c.leading = false
 	} else {
@@ -181,6 +185,9 @@ func (r *records) createAll(ctx context.Context, batch []*createReq) (err error)
 	if err = tx.Commit(); err != nil {
 		return err
 	}
+	r.creates.mu.Lock()
+	r.creates.batches++
+	r.creates.mu.Unlock()
 	for i, q := range batch {
 		q.created = created[i]
 	}
