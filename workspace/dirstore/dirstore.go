@@ -132,8 +132,9 @@ type Store struct {
 	fsys      vfs.FS
 	rec       *records
 	clock     func() time.Time
-	noDirSync bool      // a test-only mutant: Commit skips the directory fsync
-	bodySync  syncGroup // joins the body directory fsyncs of concurrent commits
+	noDirSync bool       // a test-only mutant: Commit skips the directory fsync
+	bodySync  syncGroup  // joins the body directory fsyncs of concurrent commits
+	dur       durability // which bodies this Store published are durable
 
 	closeOnce sync.Once
 	closeErr  error

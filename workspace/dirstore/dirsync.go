@@ -1,6 +1,9 @@
 package dirstore
 
-import "sync"
+import (
+	"fmt"
+	"sync"
+)
 
 // syncGroup joins concurrent fsyncs of one directory (group commit): a
 // caller that has just linked a name into the directory needs one fsync
@@ -57,5 +60,147 @@ func (g *syncGroup) sync(do func() error) error {
 	if g.failed >= want {
 		return g.failErr
 	}
+	return nil
+}
+
+// maxKnownDurable bounds how many bodies a Store remembers as durable.
+const maxKnownDurable = 4096
+
+// durability is what a Store knows about the durability of the bodies its
+// own Commits published: which are linked but not yet covered by a
+// finished fsync of the body directory (pending), and which recent ones
+// are (known, a bounded first-in first-out set). A body published by
+// another process, or before this Store was opened, is in neither. It is
+// safe for concurrent use; the zero value is ready.
+type durability struct {
+	mu      sync.Mutex
+	pending map[string]int
+	known   map[string]struct{}
+	order   []string // known, oldest first
+}
+
+// publishing marks key pending before a Commit links or renames it, so that
+// nobody can see the name without seeing it pending.
+func (d *durability) publishing(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending == nil {
+		d.pending = map[string]int{}
+	}
+	d.pending[key]++
+	d.forgetLocked(key)
+}
+
+// published ends what publishing began: durable says whether an fsync of
+// the body directory that started after the link ended without error.
+func (d *durability) published(key string, durable bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pending[key]--; d.pending[key] <= 0 {
+		delete(d.pending, key)
+	}
+	if durable {
+		d.knownLocked(key)
+	}
+}
+
+func (d *durability) isPending(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pending[key] > 0
+}
+
+func (d *durability) isKnown(key string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.known[key]
+	return ok
+}
+
+// markKnown records that an fsync that started after key was published
+// ended without error.
+func (d *durability) markKnown(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.knownLocked(key)
+}
+
+func (d *durability) knownLocked(key string) {
+	if d.known == nil {
+		d.known = map[string]struct{}{}
+	}
+	if _, ok := d.known[key]; ok {
+		return
+	}
+	if len(d.order) >= maxKnownDurable {
+		delete(d.known, d.order[0])
+		d.order = d.order[1:]
+	}
+	d.known[key] = struct{}{}
+	d.order = append(d.order, key)
+}
+
+// forget drops key from the known set (it is being deleted or replaced).
+func (d *durability) forget(key string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.forgetLocked(key)
+}
+
+func (d *durability) forgetLocked(key string) {
+	if _, ok := d.known[key]; !ok {
+		return
+	}
+	delete(d.known, key)
+	for i, k := range d.order {
+		if k == key {
+			d.order = append(d.order[:i], d.order[i+1:]...)
+			break
+		}
+	}
+}
+
+// syncBodies fsyncs the body directory, sharing the fsync with concurrent
+// callers (see syncGroup).
+func (s *Store) syncBodies() error {
+	if s.noDirSync {
+		return nil
+	}
+	if err := s.bodySync.sync(func() error { return s.syncDir(bodyDir) }); err != nil {
+		return fmt.Errorf("dirstore: sync body directory: %w", err)
+	}
+	return nil
+}
+
+// awaitPublished returns once the body key is durable if a Commit of this
+// Store has published it and is still waiting for the body directory's
+// fsync: so that a caller that finds the body present (to verify it and
+// record it for another owner) never acknowledges a body a crash could
+// still take away.
+func (s *Store) awaitPublished(key string) error {
+	if !s.dur.isPending(key) {
+		return nil
+	}
+	if err := s.syncBodies(); err != nil {
+		return err
+	}
+	s.dur.markKnown(key)
+	return nil
+}
+
+// ensureDurable returns once the body key's name is durable: at once when
+// this Store published it and saw the fsync that covers it end; otherwise
+// (published by another process, or before this Store was opened, or
+// still pending) after an fsync of the body directory, shared with
+// concurrent callers. CreateRecord calls it, so that no record is
+// committed for a body whose publication a crash could undo.
+func (s *Store) ensureDurable(key string) error {
+	if s.dur.isKnown(key) {
+		return nil
+	}
+	if err := s.syncBodies(); err != nil {
+		return err
+	}
+	s.dur.markKnown(key)
 	return nil
 }

@@ -203,6 +203,10 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	if err != nil {
 		return false, err
 	}
+	// The record must not outlive a crash its body's name does not.
+	if err := s.ensureDurable(r.digest); err != nil {
+		return false, fmt.Errorf("dirstore: create record: %w", err)
+	}
 	created, err := s.rec.create(ctx, r.args())
 	if err != nil {
 		return false, s.dbErr("create record", err)
