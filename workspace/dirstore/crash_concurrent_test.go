@@ -218,9 +218,9 @@ func TestCrashConsistencyConcurrent(t *testing.T) {
 		}
 	}
 	t.Logf("complete run: %d body links, %d body-directory fsyncs, %d record creations", links, syncs, creates)
-	points := 80
+	points := 30
 	if testing.Short() {
-		points = 16
+		points = 8
 	}
 	rng := rand.New(rand.NewPCG(15, 6))
 	states, failures := 0, 0
