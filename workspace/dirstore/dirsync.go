@@ -166,7 +166,14 @@ func (s *Store) syncBodies() error {
 	if s.noDirSync {
 		return nil
 	}
-	if err := s.bodySync.sync(func() error { return s.syncDir(bodyDir) }); err != nil {
+	do := func() error { return s.syncDir(bodyDir) }
+	var err error
+	if s.noGroup {
+		err = do()
+	} else {
+		err = s.bodySync.sync(do)
+	}
+	if err != nil {
 		return fmt.Errorf("dirstore: sync body directory: %w", err)
 	}
 	return nil

@@ -52,6 +52,9 @@ type creates struct {
 // create commits the record whose INSERT arguments are args and reports
 // whether this call created it.
 func (r *records) create(ctx context.Context, args []any) (bool, error) {
+	if r.noGroup {
+		return r.createOne(ctx, args)
+	}
 	req := &createReq{ctx: ctx, args: args, done: make(chan struct{})}
 	c := &r.creates
 	c.mu.Lock()

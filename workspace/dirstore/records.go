@@ -55,6 +55,7 @@ const recordCols = `user, workflow, session, digest, size, kind, tool, call_id, 
 type records struct {
 	db      *sql.DB
 	creates creates // joins concurrent CreateRecord calls into one commit
+	noGroup bool    // Options.noGroup: every call commits alone
 }
 
 // dsn builds the modernc.org/sqlite data source name for the database file
