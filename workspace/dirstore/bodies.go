@@ -136,7 +136,7 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	final := bodyPath(key)
 	// Pending before visible: whoever finds the name meanwhile waits for
 	// its fsync (awaitPublished).
-	w.s.dur.publishing(key)
+	w.s.dur.publishing(key, replace)
 	if !replace {
 		if err := w.s.fsys.Link(w.temp, final); err != nil {
 			w.s.dur.published(key, false)

@@ -79,16 +79,20 @@ type durability struct {
 	order   []string // known, oldest first
 }
 
-// publishing marks key pending before a Commit links or renames it, so that
-// nobody can see the name without seeing it pending.
-func (d *durability) publishing(key string) {
+// publishing marks key pending before a Commit links (replace false) or
+// renames (replace true) it, so that nobody can see the name without seeing
+// it pending. A rename puts a new file under the name, which is not known
+// durable until its own fsync; a link never changes an existing name.
+func (d *durability) publishing(key string, replace bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.pending == nil {
 		d.pending = map[string]int{}
 	}
 	d.pending[key]++
-	d.forgetLocked(key)
+	if replace {
+		d.forgetLocked(key)
+	}
 }
 
 // published ends what publishing began: durable says whether an fsync of
