@@ -156,3 +156,97 @@ func workloadBody(r *rand.Rand, buf []byte, salt uint64, i int64) []byte {
 	binary.LittleEndian.PutUint64(body[8:], uint64(i))
 	return body
 }
+
+// BenchmarkDecisionPaired alternates, within every iteration, one bare
+// durable create and one offload decision of fresh content of the same
+// size, timing each, so that both meet the same moments of a shared disk;
+// it reports their mean latencies and the ratio (offload / bare).
+func BenchmarkDecisionPaired(b *testing.B) {
+	for _, bs := range []struct {
+		name string
+		size int
+	}{{"4KiB", 4 << 10}, {"32KiB", 32 << 10}, {"1MiB", 1 << 20}} {
+		b.Run(bs.name, func(b *testing.B) {
+			off, _ := offloaderOn(b, true)
+			bare := newBare(b)
+			ctx := context.Background()
+			buf, next := benchContent(bs.size)
+			call := hybridctx.Call{Tool: "bench", ID: "call"}
+			var tOff, tBare time.Duration
+			i := 0
+			for b.Loop() {
+				key := next(i)
+				t0 := time.Now()
+				bare(key, buf, i)
+				t1 := time.Now()
+				next(i + 1<<40) // another fresh digest for the offload
+				out, err := off.Offload(ctx, call, buf)
+				tOff += time.Since(t1)
+				tBare += t1.Sub(t0)
+				i++
+				if err != nil || out.Outcome() != hybridctx.Offloaded {
+					b.Fatal(err, out.Outcome())
+				}
+			}
+			b.ReportMetric(float64(tBare.Microseconds())/float64(i), "bare-µs")
+			b.ReportMetric(float64(tOff.Microseconds())/float64(i), "offload-µs")
+			b.ReportMetric(float64(tOff)/float64(tBare), "offload/bare")
+		})
+	}
+}
+
+// BenchmarkConcurrentPaired runs rounds of offloads from g goroutines on
+// two workspaces of one disk, alternately without and with group commit,
+// and reports the offloads per second of each and their ratio (on / off).
+func BenchmarkConcurrentPaired(b *testing.B) {
+	for _, g := range []int{1, 4, 16, 64} {
+		b.Run("goroutines="+strconv.Itoa(g), func(b *testing.B) {
+			offs := [2]*hybridctx.Offloader{}
+			offs[0], _ = offloaderOn(b, false)
+			offs[1], _ = offloaderOn(b, true)
+			salt := rand.Uint64()
+			round := int64(max(4*g, 32))
+			var spent [2]time.Duration
+			var done [2]int64
+			var seq int64
+			for b.Loop() {
+				for k := range 2 {
+					t := time.Now()
+					offloadRound(b, offs[k], g, salt, seq, round)
+					spent[k] += time.Since(t)
+					done[k] += round
+					seq += round
+				}
+			}
+			rate := func(k int) float64 { return float64(done[k]) / spent[k].Seconds() }
+			b.ReportMetric(rate(0), "off-offloads/s")
+			b.ReportMetric(rate(1), "on-offloads/s")
+			b.ReportMetric(rate(1)/rate(0), "on/off")
+		})
+	}
+}
+
+// offloadRound offloads bodies from..from+n-1 from g goroutines.
+func offloadRound(b *testing.B, off *hybridctx.Offloader, g int, salt uint64, from, n int64) {
+	var next atomic.Int64
+	next.Store(from)
+	var wg sync.WaitGroup
+	for w := range g {
+		wg.Go(func() {
+			buf := make([]byte, 256<<10)
+			r := rand.New(rand.NewPCG(salt^uint64(from), uint64(w)))
+			for {
+				i := next.Add(1) - 1
+				if i >= from+n {
+					return
+				}
+				out, err := off.Offload(context.Background(), hybridctx.Call{Tool: "bench", ID: "call"}, workloadBody(r, buf, salt, i))
+				if err != nil || out.Outcome() != hybridctx.Offloaded {
+					b.Error(err, out.Outcome())
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}

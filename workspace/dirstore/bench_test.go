@@ -74,16 +74,24 @@ func BenchmarkBareCreate(b *testing.B) {
 
 // bareCreate runs the bare durable create of size fresh bytes per iteration.
 func bareCreate(b *testing.B, size int) {
-	s := openNew(b)
-	dir := filepath.Join(s.Dir(), "sha256")
+	create := newBare(b)
 	buf, next := benchContent(size)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		key := next(i)
-		tmp := filepath.Join(dir, fmt.Sprintf(".tmp-bare-%d", i))
+		create(next(i), buf, i)
 		i++
+	}
+}
+
+// newBare returns a bare durable create into the body directory of a new
+// workspace: buf under key, through temporary file number i.
+func newBare(b *testing.B) func(key string, buf []byte, i int) {
+	s := openNew(b)
+	dir := filepath.Join(s.Dir(), "sha256")
+	return func(key string, buf []byte, i int) {
+		tmp := filepath.Join(dir, fmt.Sprintf(".tmp-bare-%d", i))
 		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			b.Fatal(err)
