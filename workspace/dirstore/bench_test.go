@@ -14,7 +14,7 @@ import (
 var benchSizes = []struct {
 	name string
 	size int
-}{{"4KiB", 4 << 10}, {"1MiB", 1 << 20}}
+}{{"4KiB", 4 << 10}, {"32KiB", 32 << 10}, {"1MiB", 1 << 20}}
 
 // benchContent returns a random buffer, and a function that makes it (and a
 // key for it) fresh for iteration i. Keys are unique hex names rather than
@@ -68,45 +68,56 @@ func BenchmarkDurableCreate(b *testing.B) {
 // Store is compared against.
 func BenchmarkBareCreate(b *testing.B) {
 	for _, bs := range benchSizes {
-		b.Run(bs.name, func(b *testing.B) {
-			s := openNew(b)
-			dir := filepath.Join(s.Dir(), "sha256")
-			buf, next := benchContent(bs.size)
-			b.SetBytes(int64(bs.size))
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				key := next(i)
-				tmp := filepath.Join(dir, fmt.Sprintf(".tmp-bare-%d", i))
-				i++
-				f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := f.Write(buf); err != nil {
-					b.Fatal(err)
-				}
-				if err := f.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				if err := f.Close(); err != nil {
-					b.Fatal(err)
-				}
-				if err := os.Link(tmp, filepath.Join(dir, key)); err != nil {
-					b.Fatal(err)
-				}
-				d, err := os.Open(dir)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := d.Sync(); err != nil {
-					b.Fatal(err)
-				}
-				_ = d.Close()
-				if err := os.Remove(tmp); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		b.Run(bs.name, func(b *testing.B) { bareCreate(b, bs.size) })
+	}
+}
+
+// bareCreate runs the bare durable create of size fresh bytes per iteration.
+func bareCreate(b *testing.B, size int) {
+	create := newBare(b)
+	buf, next := benchContent(size)
+	b.SetBytes(int64(size))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		create(next(i), buf, i)
+		i++
+	}
+}
+
+// newBare returns a bare durable create into the body directory of a new
+// workspace: buf under key, through temporary file number i.
+func newBare(b *testing.B) func(key string, buf []byte, i int) {
+	s := openNew(b)
+	dir := filepath.Join(s.Dir(), "sha256")
+	return func(key string, buf []byte, i int) {
+		tmp := filepath.Join(dir, fmt.Sprintf(".tmp-bare-%d", i))
+		f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := f.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Link(tmp, filepath.Join(dir, key)); err != nil {
+			b.Fatal(err)
+		}
+		d, err := os.Open(dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := d.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		_ = d.Close()
+		if err := os.Remove(tmp); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

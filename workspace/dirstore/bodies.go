@@ -148,24 +148,26 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 		return err
 	}
 	final := bodyPath(key)
+	// Pending before visible: whoever finds the name meanwhile waits for
+	// its fsync (awaitPublished).
+	w.s.dur.publishing(key, replace)
 	if !replace {
 		if err := w.s.fsys.Link(w.temp, final); err != nil {
+			w.s.dur.published(key, false)
 			if errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("dirstore: body %s: %w", key, fs.ErrExist)
 			}
 			return fmt.Errorf("dirstore: publish body: %w", err)
 		}
 	} else if err := w.s.fsys.Rename(w.temp, final); err != nil {
+		w.s.dur.published(key, false)
 		return fmt.Errorf("dirstore: replace body: %w", err)
 	}
 	// The body is visible: whatever happens next, this writer is over.
 	w.done = true
-	var err error
-	if !w.s.noDirSync {
-		if err = w.s.syncDir(bodyDir); err != nil {
-			err = fmt.Errorf("dirstore: sync body directory: %w", err)
-		}
-	}
+	// Concurrent commits share one fsync of the body directory.
+	err := w.s.syncBodies()
+	w.s.dur.published(key, err == nil)
 	if !replace {
 		_ = w.s.fsys.Remove(w.temp)
 	}
@@ -200,6 +202,9 @@ func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
 		return nil, err
 	}
 	if err := checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := s.awaitPublished(key); err != nil {
 		return nil, err
 	}
 	name := bodyPath(key)
@@ -321,6 +326,9 @@ func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
 	if err := checkKey(key); err != nil {
 		return driver.Info{}, err
 	}
+	if err := s.awaitPublished(key); err != nil {
+		return driver.Info{}, err
+	}
 	fi, err := s.lstatBody(bodyPath(key))
 	if err != nil {
 		return driver.Info{}, err
@@ -337,6 +345,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
+	s.dur.forget(key)
 	if err := s.fsys.Remove(bodyPath(key)); err != nil {
 		return fmt.Errorf("dirstore: delete body: %w", err)
 	}

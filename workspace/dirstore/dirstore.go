@@ -42,6 +42,19 @@
 // record only after the body's Commit returned, so a record is never left
 // pointing at a body that was not durable.
 //
+// Concurrent work shares fsyncs (group commit) without acknowledging
+// anything early: Commits that published bodies while an fsync of the
+// body directory was running share the next one, and CreateRecord calls
+// that arrive while a record transaction commits are committed together
+// in the next transaction (one write-ahead-log fsync). Each caller returns
+// only once the fsync or commit covering its own body or record ended, and
+// a failure reaches every caller it covered and no other. A body that
+// another Commit has published but whose directory fsync has not ended
+// yet is waited for by Stat and Open, and CreateRecord first syncs the
+// body directory for a body this Store has not seen become durable (one
+// published by another process, say), so that no record outlives a crash
+// its body's name does not.
+//
 // # Confinement
 //
 // Every file access after Open goes through an os.Root on the workspace
@@ -123,6 +136,10 @@ type Options struct {
 	// SQLite database, which stays in dir (which must then exist). Only
 	// this package's tests set it (crash and fault simulation).
 	fsys vfs.FS
+	// noGroup turns group commit off (every Commit runs its own fsync of
+	// the body directory, every CreateRecord its own transaction): only
+	// for the benchmarks that measure what group commit brings.
+	noGroup bool
 }
 
 // Store is a directory workspace backend. It is safe for concurrent use by
@@ -133,7 +150,10 @@ type Store struct {
 	fsys      vfs.FS
 	rec       *records
 	clock     func() time.Time
-	noDirSync bool // a test-only mutant: Commit skips the directory fsync
+	noDirSync bool       // a test-only mutant: Commit skips the directory fsync
+	noGroup   bool       // Options.noGroup
+	bodySync  syncGroup  // joins the body directory fsyncs of concurrent commits
+	dur       durability // which bodies this Store published are durable
 
 	closeOnce sync.Once
 	closeErr  error
@@ -191,7 +211,7 @@ func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
 		}
 		fsys = vfs.OS(root)
 	}
-	s := &Store{dir: abs, fsys: fsys, clock: o.Clock}
+	s := &Store{dir: abs, fsys: fsys, clock: o.Clock, noGroup: o.noGroup}
 	if err := s.init(ctx, o); err != nil {
 		_ = s.Close()
 		return nil, err
@@ -212,6 +232,7 @@ func (s *Store) init(ctx context.Context, o Options) error {
 	if err != nil {
 		return s.explainIOError(err)
 	}
+	rec.noGroup = o.noGroup
 	s.rec = rec
 	return nil
 }

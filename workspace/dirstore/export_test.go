@@ -12,6 +12,11 @@ import (
 // exist), and returns o.
 func WithFS(o *Options, fsys vfs.FS) *Options { o.fsys = fsys; return o }
 
+// WithoutGroupCommit makes Open's Store run one fsync of the body directory
+// per Commit and one transaction per CreateRecord, as before group commit,
+// and returns o.
+func WithoutGroupCommit(o *Options) *Options { o.noGroup = true; return o }
+
 // OpenBodies opens the body half of a Store on fsys, as Open does (layout,
 // sweep) but without a records database, so that tests which reopen many
 // crash states need not open SQLite each time. Its record methods must not

@@ -109,6 +109,9 @@ func TestHelperProcess(t *testing.T) {
 		}
 	case "soak":
 		soakHelper(t, s, index)
+	case "concurrent":
+		base, _ := strconv.Atoi(index)
+		concurrentHelper(t, s, base)
 	case "gcreuse":
 		barrier(t, scratch, index)
 		gcReuseHelper(t, s, index)

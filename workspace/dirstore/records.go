@@ -53,8 +53,10 @@ const recordCols = `user, workflow, session, digest, size, kind, tool, call_id, 
 
 // records is the SQLite half of a Store.
 type records struct {
-	db  *sql.DB
-	get *sql.Stmt // GetRecord's query, prepared once: parsing it cost more than running it
+	db      *sql.DB
+	get     *sql.Stmt // GetRecord's query, prepared once: parsing it cost more than running it
+	creates creates   // joins concurrent CreateRecord calls into one commit
+	noGroup bool      // Options.noGroup: every call commits alone
 }
 
 // dsn builds the modernc.org/sqlite data source name for the database file
@@ -208,6 +210,8 @@ var errNoRecord = fmt.Errorf("dirstore: record: %w", fs.ErrNotExist)
 // and reports whether this call created it. The INSERT is atomic, so exactly
 // one of any number of concurrent callers, in any process, wins. A record
 // that could not be read back as it is (see ErrBadRecord) is refused.
+// Concurrent calls of one Store share transactions (see creates); each
+// returns only once its own record is committed.
 func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -219,17 +223,15 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 	if err != nil {
 		return false, err
 	}
-	res, err := s.rec.db.ExecContext(ctx,
-		`INSERT INTO records (`+recordCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT DO NOTHING`, r.args()...)
+	// The record must not outlive a crash its body's name does not.
+	if err := s.ensureDurable(r.digest); err != nil {
+		return false, fmt.Errorf("dirstore: create record: %w", err)
+	}
+	created, err := s.rec.create(ctx, r.args())
 	if err != nil {
 		return false, s.dbErr("create record", err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, s.dbErr("create record", err)
-	}
-	return n == 1, nil
+	return created, nil
 }
 
 // GetRecord returns the record for (owner, ref).
