@@ -52,6 +52,15 @@ var errLineTooLarge = errors.New("mcpproxy: message over the size limit")
 // nothing, to let the line be read whole; true when it consumed the line.
 type largeHook func(prefix []byte, rest io.Reader) bool
 
+// restReader is what a largeHook's rest is: the rest of one message, failing
+// once with errLineTooLarge past the message limit, and drain discarding
+// what is left of it in constant memory (a line's rest, or an HTTP body's
+// or server-sent event's; see upstream_http_large.go).
+type restReader interface {
+	io.Reader
+	drain()
+}
+
 // lineRest reads the rest of the current line from br, up to and
 // excluding its newline, failing past budget bytes.
 type lineRest struct {
@@ -266,7 +275,7 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 	if !ok {
 		return false
 	}
-	lr, _ := rest.(*lineRest)
+	lr, _ := rest.(restReader)
 	body := io.Reader(lr)
 	over := false
 	if h.id == nil {
@@ -282,7 +291,7 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 		}
 		body = f
 	}
-	key, ok := idKey(h.id)
+	key, ok := idKey(s.clientID(h.id))
 	if !ok {
 		lr.drain()
 		s.drop(fromUpstream, whyID)
@@ -343,7 +352,7 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) bool {
 // finding the id on the way, and rewinds f. Past the message limit it
 // stops writing but still reads to the end of the line for the id, and
 // reports over.
-func spool(f *os.File, prefix []byte, lr *lineRest) (id json.RawMessage, over bool, err error) {
+func spool(f *os.File, prefix []byte, lr restReader) (id json.RawMessage, over bool, err error) {
 	var sc idScanner
 	sc.feed(prefix)
 	buf := make([]byte, streamBuffer)
@@ -397,7 +406,7 @@ func (s *session) streamResult(c *call, prefix []byte, h streamHead, rest io.Rea
 	if err != nil {
 		return nil, errBadString
 	}
-	if k, _ := idKey(m.id); m.isCall() || m.err != nil || k != callKey(c) {
+	if k, _ := idKey(s.clientID(m.id)); m.isCall() || m.err != nil || k != callKey(c) {
 		return nil, errBadString
 	}
 	var fields map[string]json.RawMessage
