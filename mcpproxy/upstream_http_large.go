@@ -369,10 +369,21 @@ func (d *eventData) Read(p []byte) (int, error) {
 // the '\n' that joins it to the previous data line, if any), or a whole
 // line of another kind.
 func (d *eventData) startLine(p []byte) int {
-	head, err := d.br.Peek(6)
-	if len(head) == 0 {
+	head, err := d.br.Peek(1)
+	if err != nil {
 		d.end(err)
 		return 0
+	}
+	// Enough of the line to tell its kind: 6 bytes, or up to its end.
+	for {
+		head, _ = d.br.Peek(d.br.Buffered())
+		if len(head) >= 6 || bytes.IndexByte(head, '\n') >= 0 {
+			break
+		}
+		if more, err := d.br.Peek(len(head) + 1); err != nil {
+			head = more
+			break
+		}
 	}
 	d.lines = true
 	switch {
@@ -384,10 +395,14 @@ func (d *eventData) startLine(p []byte) int {
 		_, _ = d.br.Discard(2)
 		d.ended = true
 		return 0
-	case bytes.HasPrefix(head, []byte("data:")):
-		skip := 5
-		if len(head) > 5 && head[5] == ' ' {
-			skip = 6
+	case bytes.HasPrefix(head, []byte("data:")) || bytes.Equal(head, []byte("data")) ||
+		bytes.HasPrefix(head, []byte("data\n")) || bytes.HasPrefix(head, []byte("data\r\n")):
+		skip := 4 // "data" alone is a data line with an empty value
+		if len(head) > 4 && head[4] == ':' {
+			skip = 5
+			if len(head) > 5 && head[5] == ' ' {
+				skip = 6
+			}
 		}
 		_, _ = d.br.Discard(skip)
 		d.inData = true
