@@ -472,6 +472,7 @@ func (d *eventData) value(p []byte) int {
 				d.inData = false
 				return 0
 			}
+			buf = two[:1] // a lone CR; Peek may have moved the buffer
 		}
 	}
 	n := copy(p, buf)
@@ -514,8 +515,8 @@ func (w httpWire) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (w httpWire) Write(ctx context.Context, msg jsonrpc.Message) error { return w.c.Write(ctx, msg) }
-func (w httpWire) Close() error                                          { return w.c.Close() }
-func (w httpWire) SessionID() string                                     { return w.c.SessionID() }
+func (w httpWire) Close() error                                         { return w.c.Close() }
+func (w httpWire) SessionID() string                                    { return w.c.SessionID() }
 
 func (c *httpUpstreamConn) readMsg(ctx context.Context) (*wmsg, error) { return c.wire.readMsg(ctx) }
 
@@ -556,7 +557,9 @@ func (s *sdkConn) clientIDOf(id json.RawMessage, forget bool) json.RawMessage {
 // clientID returns the client's id for an id the upstream connection wrote
 // (they differ only for the stand-ins of an SDK connection).
 func (s *session) clientID(id json.RawMessage) json.RawMessage {
-	if u, ok := s.up.(interface{ clientID(json.RawMessage) json.RawMessage }); ok && id != nil {
+	if u, ok := s.up.(interface {
+		clientID(json.RawMessage) json.RawMessage
+	}); ok && id != nil {
 		return u.clientID(id)
 	}
 	return id

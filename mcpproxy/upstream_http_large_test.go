@@ -72,7 +72,9 @@ func httpRigOn(t *testing.T, url string, h http.Handler, limit int, tune func(*P
 	}
 	proxyT, clientT := mcp.NewInMemoryTransports()
 	r := &rig{proxy: p, done: make(chan error, 1)}
-	go func() { r.done <- p.Run(context.Background(), &HTTPUpstream{URL: srv.URL, MaxMessageBytes: limit}, proxyT) }()
+	go func() {
+		r.done <- p.Run(context.Background(), &HTTPUpstream{URL: srv.URL, MaxMessageBytes: limit}, proxyT)
+	}()
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), clientT, nil)
 	if err != nil {
 		t.Fatalf("%v (proxy: %v)", err, <-r.done)
@@ -258,4 +260,70 @@ func TestHTTPSpooledIDLast(t *testing.T) {
 			t.Fatalf("sse %v: %s (streamed %d)", sse, dump(res), r.proxy.streamed.Load())
 		}
 	}
+}
+
+// chunkReader returns at most n bytes per Read.
+type chunkReader struct {
+	r io.Reader
+	n int
+}
+
+func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
+
+type sseEvent struct{ id, event, data string }
+
+// sseEvents parses an event stream the reference way, keeping the events
+// with data.
+func sseEvents(t *testing.T, s []byte) []sseEvent {
+	var out []sseEvent
+	err := scanEvents(bytes.NewReader(s), 0, func(id, event string, data []byte) bool {
+		if len(data) > 0 {
+			out = append(out, sseEvent{id, event, string(data)})
+		}
+		return true
+	})
+	if err != nil && err != io.EOF {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// FuzzSSERebuild: the stream the SDK reads carries the same events as the
+// server's (ids, names, data), whatever the line endings, comments, split
+// reads and buffer boundaries; an event whose data is over the limit
+// carries a placeholder instead.
+func FuzzSSERebuild(f *testing.F) {
+	for _, s := range []string{"", "data: {}\n\n", ": c\nid: 1\ndata: a\ndata: b\n\n", "data:x\r\n\r\n", "event: e\ndata\n\n",
+		"data: a\rb\r\n\nid: 7\nretry: 5\ndata:  sp\n", "data: {\"id\":3,\"x\":\"0123456789012345678901234567890123456789\"}\n\n"} {
+		f.Add([]byte(s), uint16(0), uint8(3))
+		f.Add([]byte(s), uint16(20), uint8(1))
+	}
+	f.Fuzz(func(t *testing.T, s []byte, limit uint16, chunk uint8) {
+		st := newLargeState(int(limit) - 1)
+		if limit == 0 {
+			st.limit = -1
+		}
+		b := &sseBody{st: st, br: bufio.NewReaderSize(chunkReader{bytes.NewReader(s), int(chunk%32) + 1}, 16), src: io.NopCloser(nil)}
+		rebuilt, err := io.ReadAll(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := sseEvents(t, append(bytes.Clone(s), "\n\n"...))
+		got := sseEvents(t, rebuilt)
+		if len(got) != len(want) {
+			t.Fatalf("%d events, want %d\n%q\n%q", len(got), len(want), s, rebuilt)
+		}
+		for i := range want {
+			w, g := want[i], got[i]
+			if st.limit >= 0 && len(w.data) > st.limit {
+				if !strings.Contains(g.data, string(st.mark)) || g.id != w.id || g.event != w.event {
+					t.Fatalf("event %d over the limit: %q, want a placeholder", i, g)
+				}
+				continue
+			}
+			if g != w {
+				t.Fatalf("event %d: %q, want %q\n%q\n%q", i, g, w, s, rebuilt)
+			}
+		}
+	})
 }
