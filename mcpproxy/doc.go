@@ -86,14 +86,27 @@
 // if any, gets an error), and a line over the message limit is skipped in
 // constant memory.
 //
-// A large tools/call result from a Command upstream is streamed: once a
-// line passes 1 MiB inside a content block's text, or an image or audio
-// block's base64 data, written after the block's type (the usual order),
-// the payload is unescaped or decoded on the fly into the offloader, and
-// only the rest of the message is held; memory stays flat whatever the
-// payload's size. When the message's id comes only after the payload, the
-// line is first spooled to a private temporary file (Options.TempDir).
-// Other large messages (a second large payload after the streamed one,
-// structuredContent, embedded resources, results the proxy does not bound,
-// large client requests) are still read whole, up to the message limit.
+// A large tools/call result from a Command or an HTTPUpstream is streamed:
+// once a line (over HTTP: a JSON response body, or the data of one
+// server-sent event) passes 1 MiB inside a content block's text, or an
+// image or audio block's base64 data, written after the block's type (the
+// usual order), the payload is unescaped or decoded on the fly into the
+// offloader, and only the rest of the message is held; memory stays flat
+// whatever the payload's size. When the message's id comes only after the
+// payload, the message is first spooled to a private temporary file
+// (Options.TempDir). Other large messages (a second large payload after the
+// streamed one, structuredContent, embedded resources, results the proxy
+// does not bound, large client requests) are still read whole, up to the
+// message limit; over HTTP the SDK then decodes them too (about three times
+// their size at once). A message over the limit is read in constant memory
+// and its request gets a JSON-RPC error; the session goes on.
+//
+// HTTPUpstream reads the server's messages below the SDK's client transport
+// (which reads a body or an event whole, and ends the connection on an
+// event over its limit): see upstream_http_large.go. HTTPHandler bounds a
+// client's request by HTTPOptions.MaxRequestBytes before reading it whole
+// (413); a request under it is held whole while it is forwarded (the SDK
+// decodes it, the proxy re-encodes it: a few copies of its size). The
+// answers it sends back are bounded results, small whatever the upstream
+// returned. Middleware cannot stream at all: see its documentation.
 package mcpproxy
