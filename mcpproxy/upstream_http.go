@@ -187,6 +187,8 @@ func (c *httpUpstreamConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.pctx.Done():
+		return nil, io.EOF
 	case <-c.readyCh():
 	}
 	c.pump.Do(func() {
@@ -211,6 +213,9 @@ func (c *httpUpstreamConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.pctx.Done():
+		// Closed: the pump may have stopped without handing over its error.
+		return nil, io.EOF
 	case msg = <-c.extra:
 		return msg, nil
 	case r := <-c.in:

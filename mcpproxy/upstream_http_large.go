@@ -369,11 +369,11 @@ func (d *eventData) Read(p []byte) (int, error) {
 // the '\n' that joins it to the previous data line, if any), or a whole
 // line of another kind.
 func (d *eventData) startLine(p []byte) int {
-	head, err := d.br.Peek(1)
-	if err != nil {
+	if _, err := d.br.Peek(1); err != nil {
 		d.end(err)
 		return 0
 	}
+	var head []byte
 	// Enough of the line to tell its kind: 6 bytes, or up to its end.
 	for {
 		head, _ = d.br.Peek(d.br.Buffered())
