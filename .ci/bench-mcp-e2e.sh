@@ -55,8 +55,12 @@ for tr in $transports; do
 		if [ "$tr" = http ]; then
 			"$e2e" serve-http -size "$size" -kind "$kind" $ssearg >"$work/url" &
 			srv=$!
-			for _ in $(seq 100); do [ -s "$work/url" ] && break; sleep 0.05; done
+			for _ in $(seq 600); do [ -s "$work/url" ] && break; sleep 0.05; done
 			url="$(cat "$work/url")"
+			if [ -z "$url" ]; then
+				echo "bench-mcp-e2e: the scripted server did not start" >&2
+				exit 1
+			fi
 		fi
 		for path in $paths; do
 			times=()
