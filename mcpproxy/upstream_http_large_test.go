@@ -327,3 +327,48 @@ func FuzzSSERebuild(f *testing.F) {
 		}
 	})
 }
+
+// TestHTTPStreamedExactID: a client id the SDK cannot hold (2.50) goes
+// upstream under a stand-in; the streamed result, and an over-limit
+// refusal, still answer the client's id exactly as written.
+func TestHTTPStreamedExactID(t *testing.T) {
+	srv := httptest.NewServer(httpServers["sse"](bigServer(300 << 10)))
+	defer srv.Close()
+	for _, limit := range []int{0, 64 << 10} {
+		p := proxyFor(t, openStore(t, "mem://"), owner("h1"), nil)
+		p.streamAbove = streamTestAbove
+		cr, cw := io.Pipe()
+		pr, pw := io.Pipe()
+		done := make(chan error, 1)
+		go func() {
+			done <- p.Run(context.Background(), &HTTPUpstream{URL: srv.URL, MaxMessageBytes: limit}, &Stream{Reader: cr, Writer: pw})
+		}()
+		out := bufio.NewReader(pr)
+		send := func(line string) {
+			if _, err := io.WriteString(cw, line+"\n"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		send(initialize)
+		if l, err := out.ReadString('\n'); err != nil || !strings.Contains(l, `"id":1`) {
+			t.Fatalf("initialize: %q %v", l, err)
+		}
+		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		send(`{"jsonrpc":"2.0","id":2.50,"method":"tools/call","params":{"name":"text","arguments":{}}}`)
+		l, err := out.ReadString('\n')
+		if err != nil || string(fields(t, l)["id"]) != "2.50" {
+			t.Fatalf("limit %d: %.300q %v", limit, l, err)
+		}
+		t.Logf("%d %.200s", limit, l)
+		if limit == 0 && (!strings.Contains(l, "artifact://sha256/") || p.streamed.Load() != 1) {
+			t.Fatalf("not streamed: %.300s", l)
+		}
+		if limit > 0 && !strings.Contains(l, "size limit") {
+			t.Fatalf("over the limit: %.300s", l)
+		}
+		_ = cw.Close()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
