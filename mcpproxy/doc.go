@@ -86,20 +86,33 @@
 // if any, gets an error), and a line over the message limit is skipped in
 // constant memory.
 //
-// Over Stream and Command, a message longer than 1 MiB is never held whole.
-// A tools/call result is bounded as it arrives: every text block, base64
-// image, audio or embedded-resource payload, and structuredContent, longer
-// than six times the threshold goes on the fly (unescaped, base64-decoded,
-// or as written for structuredContent) into the offloader, whatever the
-// order of the fields; the rest of the message is kept, and the answer and
-// stored bodies are those the whole message would give. When the message's
-// id comes only after the result, the result is first spooled to a private
-// temporary file in Options.TempDir (the CLI passes the workspace's own
-// temporary area). Any other long message, both ways (a large tools/call
-// argument, a large resources/read result), is checked as it is read and
-// its long params or result spooled, then written on in 64 KiB pieces. The
-// message limit still applies; memory does not grow with it. What still
-// reads a long value whole: the rewritten results (initialize, the list
-// methods), a read tool called with huge arguments, and messages over an
-// SDK connection (HTTPUpstream, Middleware).
+// Over Stream, Command and HTTPUpstream, a message longer than 1 MiB is
+// never held whole (over HTTP: a JSON response body, or the data of one
+// server-sent event). A tools/call result is bounded as it arrives: every
+// text block, base64 image, audio or embedded-resource payload, and
+// structuredContent, longer than six times the threshold goes on the fly
+// (unescaped, base64-decoded, or as written for structuredContent) into the
+// offloader, whatever the order of the fields; the rest of the message is
+// kept, and the answer and stored bodies are those the whole message would
+// give. When the message's id comes only after the result, the result is
+// first spooled to a private temporary file in Options.TempDir (the CLI
+// passes the workspace's own temporary area). Any other long message on
+// stdio, both ways (a large tools/call argument, a large resources/read
+// result), is checked as it is read and its long params or result spooled,
+// then written on in 64 KiB pieces. The message limit still applies;
+// memory does not grow with it: a message over the limit is read in
+// constant memory and its request gets a JSON-RPC error; the session goes
+// on. What still reads a long value whole: the rewritten results
+// (initialize, the list methods), a read tool called with huge arguments,
+// and, over HTTP, a long message that is not a tools/call result (the SDK
+// then decodes it too: about three times its size at once).
+//
+// HTTPUpstream reads the server's messages below the SDK's client transport
+// (which reads a body or an event whole, and ends the connection on an
+// event over its limit): see upstream_http_large.go. HTTPHandler bounds a
+// client's request by HTTPOptions.MaxRequestBytes before reading it whole
+// (413); a request under it is held whole while it is forwarded (the SDK
+// decodes it, the proxy re-encodes it: a few copies of its size). The
+// answers it sends back are bounded results, small whatever the upstream
+// returned. Middleware cannot stream at all: see its documentation.
 package mcpproxy

@@ -146,7 +146,7 @@ func (m *wmsg) release() {
 type longLine struct {
 	j   *jreader
 	sc  idScanner // finds the id of a line that cannot be taken
-	lr  *lineRest
+	lr  restReader
 	dir string
 	sp  *spool
 	m   wmsg
@@ -156,7 +156,7 @@ type longLine struct {
 // newLongLine reads the line that starts with prefix and goes on in rest.
 func newLongLine(prefix []byte, rest io.Reader, dir string, size int) *longLine {
 	l := &longLine{dir: dir}
-	l.lr, _ = rest.(*lineRest)
+	l.lr, _ = rest.(restReader)
 	src := &scanTee{r: io.MultiReader(bytes.NewReader(prefix), rest), sc: &l.sc}
 	l.j = &jreader{br: bufio.NewReaderSize(src, size)}
 	return l
@@ -222,7 +222,7 @@ func (l *longLine) bad(err error) error {
 // drain reads the rest of the line through the scanner, in constant memory.
 func (l *longLine) drain() {
 	if l.lr != nil {
-		l.lr.budget = -1
+		l.lr.noLimit()
 	}
 	// The reader returns a pending over-limit error once, then goes on.
 	for range 2 {

@@ -388,6 +388,13 @@ func TestListenBadInput(t *testing.T) {
 		t.Fatalf("loopback origin refused: %d", resp.StatusCode)
 	}
 	good.call(t, "small", nil)
+	// Within a session too: a request over the limit is refused before it
+	// is read whole, and the session goes on.
+	big := `{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"small","arguments":{"x":"` + strings.Repeat("a", 2048) + `"}}}`
+	if resp, body := post(t, r.srv.URL, good.cs.ID(), big, "Mcp-Protocol-Version", "2025-06-18"); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "exceeds 1024 bytes") {
+		t.Fatalf("in-session oversized request: %d %q", resp.StatusCode, body)
+	}
+	good.call(t, "small", nil)
 	r.finish(t, before)
 }
 

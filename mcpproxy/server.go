@@ -92,6 +92,19 @@ func isReadTool(off *hybridctx.Offloader, name string) bool {
 // outputSchema, because a bounded result can no longer promise it (clients
 // that validate it would reject the result). Register the read tool with
 // AddReadTools so the model can follow the notice. off must not be nil.
+//
+// Memory: the middleware sees the result only as the decoded value the
+// tool's handler returned, so it cannot stream it: a result of N bytes is
+// in memory whole before the middleware runs, for as long as the handler
+// and the SDK hold it. What the middleware adds is small: a text block's
+// string and an image, audio or embedded resource's bytes are offloaded
+// from the value itself (hashed and written in chunks, not encoded); only
+// structuredContent that is not a json.RawMessage, an oversized _meta, and
+// a block whose fields other than its payload are over the threshold are
+// encoded to JSON first (one more copy of their size, released once
+// stored). The result the SDK then encodes and sends is the bounded one.
+// For flat memory whatever the result's size, run the server behind the
+// proxy (hybridctx mcp), which streams the encoded result instead.
 func Middleware(off *hybridctx.Offloader, opts *Options) mcp.Middleware {
 	if off == nil {
 		panic("mcpproxy.Middleware: nil Offloader")

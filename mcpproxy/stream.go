@@ -58,6 +58,16 @@ var errLineTooLarge = errors.New("mcpproxy: message over the size limit")
 // nothing when it handled the message itself.
 type largeHook func(prefix []byte, rest io.Reader) (*wmsg, error)
 
+// restReader is what a largeHook's rest is: the rest of one message, failing
+// once with errLineTooLarge past the message limit, and drain discarding
+// what is left of it in constant memory (a line's rest, or an HTTP body's
+// or server-sent event's; see upstream_http_large.go).
+type restReader interface {
+	io.Reader
+	drain()
+	noLimit() // lifts the message limit, so that the rest can be read for its id
+}
+
 // lineRest reads the rest of the current line from br, up to and
 // excluding its newline, failing past budget bytes.
 type lineRest struct {
@@ -93,6 +103,8 @@ func (l *lineRest) Read(p []byte) (int, error) {
 	}
 	return n, nil
 }
+
+func (l *lineRest) noLimit() { l.budget = -1 }
 
 // drain discards the rest of the line in constant memory.
 func (l *lineRest) drain() {
@@ -200,7 +212,7 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) (*wmsg, error) {
 // pendingCall returns the forwarded request a response with id answers,
 // or why the response is dropped.
 func (s *session) pendingCall(id json.RawMessage) (*call, string) {
-	key, ok := idKey(id)
+	key, ok := idKey(s.clientID(id))
 	if !ok {
 		return nil, whyID
 	}

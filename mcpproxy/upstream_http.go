@@ -52,32 +52,39 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 	if base == nil {
 		base = &http.Client{}
 	}
-	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header}
+	limit := t.MaxMessageBytes
+	if limit == 0 {
+		limit = DefaultMaxMessageBytes
+	}
+	big := newLargeState(limit)
+	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header, big: big}
 	if rt.next == nil {
 		rt.next = http.DefaultTransport
 	}
 	client := *base
 	client.Transport = rt
-	limit := t.MaxMessageBytes
-	if limit == 0 {
-		limit = DefaultMaxMessageBytes
-	}
-	st := &mcp.StreamableClientTransport{Endpoint: t.URL, HTTPClient: &client, MaxEventSize: limit}
+	// The round tripper bounds every message (upstream_http_large.go); the
+	// SDK's own bound would end the connection.
+	st := &mcp.StreamableClientTransport{Endpoint: t.URL, HTTPClient: &client, MaxEventSize: -1}
 	conn, err := st.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
 	pctx, pcancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &httpUpstreamConn{t: t, client: &client, rt: rt, limit: limit, conn: conn, pctx: pctx, pcancel: pcancel,
-		in: make(chan readResult), extra: make(chan jsonrpc.Message)}, nil
+	c := &httpUpstreamConn{t: t, client: &client, rt: rt, big: big, conn: conn, pctx: pctx, pcancel: pcancel,
+		in: make(chan readResult), extra: make(chan jsonrpc.Message)}
+	c.wire = &sdkConn{c: httpWire{c}}
+	return c, nil
 }
 
 // upstreamRoundTripper adds the configured headers and the negotiated
-// protocol version to every request, and remembers the status of the latest
-// POST so that the transport can tell whether to fall back.
+// protocol version to every request, remembers the status of the latest
+// POST so that the transport can tell whether to fall back, and reads the
+// server's messages through big.
 type upstreamRoundTripper struct {
 	next     http.RoundTripper
 	header   http.Header
+	big      *largeState
 	version  atomic.Value // string: the negotiated protocol version
 	lastPOST atomic.Int64 // status of the latest POST
 }
@@ -94,10 +101,16 @@ func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, er
 		r.Header.Set("Mcp-Protocol-Version", v)
 	}
 	resp, err := rt.next.RoundTrip(r)
-	if err == nil && req.Method == http.MethodPost {
+	if err != nil {
+		return nil, err
+	}
+	if req.Method == http.MethodPost {
 		rt.lastPOST.Store(int64(resp.StatusCode))
 	}
-	return resp, err
+	if rt.big != nil {
+		rt.big.wrap(resp)
+	}
+	return resp, nil
 }
 
 // httpUpstreamConn is the Streamable HTTP connection, or, after a fallback,
@@ -106,7 +119,8 @@ type httpUpstreamConn struct {
 	t      *HTTPUpstream
 	client *http.Client
 	rt     *upstreamRoundTripper
-	limit  int
+	big    *largeState
+	wire   *sdkConn // the proxy's view (wireConn), over httpWire
 
 	mu      sync.Mutex // serializes the first write (the fallback decision)
 	decided atomic.Bool
@@ -148,13 +162,33 @@ func (c *httpUpstreamConn) current() mcp.Connection {
 	return c.conn
 }
 
-// Read waits for the first write's fallback decision, then reads from the
+// Read returns the next message from the server. A message over the limit
+// comes as an error response to its request.
+func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		placed, bad, _ := c.big.claim(msg)
+		switch {
+		case !placed:
+			return msg, nil
+		case bad != nil && bad.id != nil:
+			return &jsonrpc.Response{ID: msg.(*jsonrpc.Response).ID, Error: upstreamBad(bad)}, nil
+		}
+	}
+}
+
+// read waits for the first write's fallback decision, then reads from the
 // chosen connection, learning the protocol version from the initialize
 // response.
-func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+func (c *httpUpstreamConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.pctx.Done():
+		return nil, io.EOF
 	case <-c.readyCh():
 	}
 	c.pump.Do(func() {
@@ -179,6 +213,9 @@ func (c *httpUpstreamConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	select {
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-c.pctx.Done():
+		// Closed: the pump may have stopped without handing over its error.
+		return nil, io.EOF
 	case msg = <-c.extra:
 		return msg, nil
 	case r := <-c.in:
@@ -247,7 +284,7 @@ func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error
 	if err == nil || !fallbackStatus(c.rt.lastPOST.Load()) {
 		return err
 	}
-	sse := &mcp.SSEClientTransport{Endpoint: c.t.URL, HTTPClient: c.client, MaxEventSize: c.limit}
+	sse := &mcp.SSEClientTransport{Endpoint: c.t.URL, HTTPClient: c.client, MaxEventSize: -1}
 	conn, serr := sse.Connect(ctx)
 	if serr != nil {
 		return fmt.Errorf("mcpproxy: the upstream speaks neither Streamable HTTP nor HTTP+SSE: %w", err)

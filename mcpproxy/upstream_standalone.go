@@ -50,7 +50,7 @@ func (c *httpUpstreamConn) runStandalone(ctx context.Context, session string, ou
 				return
 			}
 			n := 0
-			lastID, n = readEvents(ctx, resp.Body, c.limit, lastID, out)
+			lastID, n = readEvents(ctx, resp.Body, 0, lastID, out) // bounded by c.big
 			resp.Body.Close()
 			if n > 0 {
 				failures = 0

@@ -1,0 +1,367 @@
+package mcpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+// Large messages from an HTTP upstream.
+//
+// The SDK's client transports read a response body (application/json) or a
+// server-sent event (text/event-stream) whole before decoding it, and an
+// event over their limit ends the whole connection. So an HTTPUpstream
+// reads the server's messages below the SDK, in its round tripper: each
+// message (a JSON body, or the data of one event) is held only up to the
+// streaming length. Past it, the proxy session's largeHook — the one the
+// stdio upstream uses (stream.go) — is offered the message's first bytes and
+// a reader of the rest; when it streamed the message into the workspace (and
+// answered the client itself), the SDK reads a small placeholder response
+// with the same id in its place (so that it ends the request's stream), which
+// the connection skips. A message over the limit is never held: it is read in
+// constant memory for its id, and its placeholder becomes the size error the
+// stdio reader gives. Any other large message is read whole, up to the
+// limit, as before. Event streams: upstream_http_sse.go.
+
+// largeState is an HTTPUpstream connection's reading of large messages.
+type largeState struct {
+	hook  atomic.Pointer[streamer] // set by a proxy session
+	limit int                      // the message limit; < 0: none
+	mark  json.RawMessage          // the placeholders' result
+
+	mu     sync.Mutex
+	placed map[string][]*badMessage // by id key, oldest first: placeholders not yet read (nil: streamed)
+	noID   json.RawMessage          // the id of a placeholder for a message without a usable one
+}
+
+func newLargeState(limit int) *largeState {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	n := hex.EncodeToString(b[:])
+	return &largeState{limit: limit, mark: json.RawMessage(`{"hybridctxPlaceholder":"` + n + `"}`),
+		noID: json.RawMessage(`"hybridctx-placeholder-` + n + `"`), placed: map[string][]*badMessage{}}
+}
+
+// wrap makes resp's body read through st: message bodies and event streams
+// as above, any other successful body unchanged, an error body cut at the
+// limit (the SDK reads it whole for its error message).
+func (st *largeState) wrap(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		if st.limit >= 0 {
+			resp.Body = readCloser{io.LimitReader(resp.Body, int64(st.limit)), resp.Body}
+		}
+		return
+	}
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	switch mt {
+	case "application/json":
+		resp.Body = &msgBody{st: st, src: resp.Body}
+	case "text/event-stream":
+		resp.Body = &sseBody{st: st, br: bufio.NewReaderSize(resp.Body, lineBuffer), src: resp.Body}
+	default:
+		return
+	}
+	resp.ContentLength = -1
+	resp.Header.Del("Content-Length")
+}
+
+type readCloser struct {
+	io.Reader
+	io.Closer
+}
+
+// message reads one message from src and returns what the SDK is to read in
+// its place: the message itself, or a placeholder.
+func (st *largeState) message(src io.Reader) ([]byte, error) {
+	h := st.hook.Load()
+	upTo := -1 // the prefix length at which to decide
+	if h != nil {
+		upTo = h.above
+	}
+	if st.limit >= 0 && (upTo < 0 || st.limit < upTo) {
+		upTo = st.limit + 1
+	}
+	if upTo < 0 {
+		return io.ReadAll(src)
+	}
+	prefix, err := readUpTo(src, upTo)
+	if err != nil || len(prefix) < upTo {
+		return prefix, err // the whole message, under every length
+	}
+	r := &msgRest{src: src, budget: -1}
+	r.feed(prefix)
+	if st.limit >= 0 {
+		if r.budget = st.limit - len(prefix); r.budget < 0 {
+			return st.over(r)
+		}
+	}
+	if h != nil && len(prefix) >= h.above {
+		// The hook reads the whole message: it bounds a tools/call result
+		// as it streams (and answers the client itself), or gives back any
+		// other message with its long value spooled.
+		m, err := h.hook(prefix, r)
+		r.drain()
+		if r.err != nil {
+			return nil, r.err
+		}
+		var bad *badMessage
+		switch {
+		case errors.As(err, &bad):
+			return st.placeholder(r.sc.id, bad), nil
+		case err != nil:
+			return nil, err
+		case m == nil:
+			return st.placeholder(r.sc.id, nil), nil
+		}
+		return m.encode(), nil
+	}
+	whole := prefix
+	buf := make([]byte, streamBuffer)
+	for {
+		n, err := r.Read(buf)
+		whole = append(whole, buf[:n]...)
+		switch {
+		case errors.Is(err, errLineTooLarge):
+			return st.over(r)
+		case errors.Is(err, io.EOF):
+			return whole, nil
+		case err != nil:
+			return nil, err
+		}
+	}
+}
+
+// over reads the rest of a message over the limit in constant memory and
+// returns its placeholder.
+func (st *largeState) over(r *msgRest) ([]byte, error) {
+	r.drain()
+	if r.err != nil {
+		return nil, r.err
+	}
+	return st.placeholder(r.sc.id, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: r.sc.id}), nil
+}
+
+// readUpTo reads from r until it has n bytes or r ends, growing its buffer
+// as the bytes come.
+func readUpTo(r io.Reader, n int) ([]byte, error) {
+	b := make([]byte, 0, min(n, 4<<10))
+	for len(b) < n {
+		if len(b) == cap(b) {
+			b = append(b, make([]byte, min(cap(b), n-len(b)))...)[:len(b)]
+		}
+		k, err := r.Read(b[len(b):min(cap(b), n)])
+		b = b[:len(b)+k]
+		if errors.Is(err, io.EOF) {
+			return b, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// placeholder records a placeholder for the message with id (its outcome:
+// nil when streamed, else why it was refused) and returns it.
+func (st *largeState) placeholder(id json.RawMessage, bad *badMessage) []byte {
+	key, ok := idKey(id)
+	if !ok || !sdkExact(id) {
+		id = st.noID
+		key, _ = idKey(id)
+		if bad != nil {
+			bad.id = nil
+		}
+	}
+	st.mu.Lock()
+	st.placed[key] = append(st.placed[key], bad)
+	st.mu.Unlock()
+	return append(append(append([]byte(`{"jsonrpc":"2.0","id":`), id...), `,"result":`...), append(st.mark, '}')...)
+}
+
+// claim reports whether msg is one of st's placeholders, with its outcome
+// and the id as the upstream wrote it.
+func (st *largeState) claim(msg jsonrpc.Message) (placed bool, bad *badMessage, id json.RawMessage) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || !bytes.Equal(resp.Result, st.mark) {
+		return false, nil, nil
+	}
+	id, _ = json.Marshal(resp.ID.Raw())
+	key, _ := idKey(id)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	q, ok := st.placed[key]
+	if !ok {
+		return false, nil, nil
+	}
+	if len(q) == 1 {
+		delete(st.placed, key)
+	} else {
+		st.placed[key] = q[1:]
+	}
+	return true, q[0], id
+}
+
+// msgRest is the rest of one message past its prefix: a restReader failing
+// once past budget bytes, finding the message's id on the way.
+type msgRest struct {
+	src    io.Reader
+	budget int // < 0: no limit
+	sc     idScanner
+	done   bool
+	err    error // the source's error other than its end
+}
+
+func (r *msgRest) feed(p []byte) {
+	if r.sc.id == nil {
+		r.sc.feed(p)
+	}
+}
+
+func (r *msgRest) Read(p []byte) (int, error) {
+	if r.done {
+		return 0, io.EOF
+	}
+	n, err := r.src.Read(p)
+	r.feed(p[:n])
+	if err != nil {
+		r.done = true
+		if !errors.Is(err, io.EOF) {
+			r.err = err
+			return n, err
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+	}
+	if r.budget >= 0 {
+		if r.budget -= n; r.budget < 0 {
+			return n, errLineTooLarge
+		}
+	}
+	return n, nil
+}
+
+func (r *msgRest) noLimit() { r.budget = -1 }
+
+// drain discards the rest of the message in constant memory.
+func (r *msgRest) drain() {
+	var buf [8 << 10]byte
+	for !r.done {
+		_, _ = r.Read(buf[:])
+	}
+}
+
+// msgBody is a response body holding one message.
+type msgBody struct {
+	st  *largeState
+	src io.ReadCloser
+	out io.Reader
+}
+
+func (b *msgBody) Read(p []byte) (int, error) {
+	if b.out == nil {
+		msg, err := b.st.message(b.src)
+		b.out = bytes.NewReader(msg)
+		if err != nil {
+			b.out = io.MultiReader(b.out, errReader{err})
+		}
+	}
+	return b.out.Read(p)
+}
+
+func (b *msgBody) Close() error { return b.src.Close() }
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// httpWire is the proxy's view of an HTTPUpstream connection: its messages
+// with the proxy's placeholders taken out (see above), and ids the SDK
+// cannot hold sent under stand-ins (sdkConn).
+type httpWire struct{ c *httpUpstreamConn }
+
+func (w httpWire) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := w.c.read(ctx)
+		if err != nil {
+			return nil, err
+		}
+		placed, bad, id := w.c.big.claim(msg)
+		if !placed {
+			return msg, nil
+		}
+		cid := w.c.wire.clientIDOf(id, true)
+		if bad != nil {
+			b := *bad
+			if b.id != nil {
+				b.id = cid
+			}
+			return nil, &b
+		}
+	}
+}
+
+func (w httpWire) Write(ctx context.Context, msg jsonrpc.Message) error { return w.c.Write(ctx, msg) }
+func (w httpWire) Close() error                                         { return w.c.Close() }
+func (w httpWire) SessionID() string                                    { return w.c.SessionID() }
+
+func (c *httpUpstreamConn) readMsg(ctx context.Context) (*wmsg, error) { return c.wire.readMsg(ctx) }
+
+func (c *httpUpstreamConn) writeMsg(ctx context.Context, m *wmsg) error {
+	return c.wire.writeMsg(ctx, m)
+}
+
+// setLarge installs the proxy session's hook for messages longer than
+// above.
+func (c *httpUpstreamConn) setLarge(h largeHook, above int) {
+	c.big.hook.Store(&streamer{hook: h, above: above})
+}
+
+// clientID returns the client's id for an id the connection sent upstream.
+func (c *httpUpstreamConn) clientID(id json.RawMessage) json.RawMessage {
+	return c.wire.clientIDOf(id, false)
+}
+
+// clientIDOf returns the exact id a stand-in id stands for (id itself when
+// it is none), forgetting the stand-in when forget is set.
+func (s *sdkConn) clientIDOf(id json.RawMessage, forget bool) json.RawMessage {
+	key, ok := idKey(id)
+	if !ok {
+		return id
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	raw, ok := s.alias[key]
+	if !ok {
+		return id
+	}
+	if forget {
+		delete(s.alias, key)
+	}
+	return raw
+}
+
+// clientID returns the client's id for an id the upstream connection wrote
+// (they differ only for the stand-ins of an SDK connection).
+func (s *session) clientID(id json.RawMessage) json.RawMessage {
+	if u, ok := s.up.(interface {
+		clientID(json.RawMessage) json.RawMessage
+	}); ok && id != nil {
+		return u.clientID(id)
+	}
+	return id
+}
