@@ -3,7 +3,9 @@ package mcpproxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/hex"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -205,5 +207,61 @@ func TestStreamedUnusualResults(t *testing.T) {
 	r.answer(t, `{"jsonrpc":"2.0","id":99,"result":{}}`)
 	if l := r.recv(t); string(fields(t, l)["id"]) != "99" {
 		t.Fatalf("after: %s", l)
+	}
+}
+
+// TestStreamedBadPayloadStoresNothing: a long payload that turns out
+// malformed part-way (an invalid escape in a text block, structuredContent
+// that is not JSON) gets a JSON-RPC error under its id, and no body, whole
+// or partial, is left in the workspace (SPEC §4: nothing is written from a
+// failed stream).
+func TestStreamedBadPayloadStoresNothing(t *testing.T) {
+	dir := t.TempDir()
+	r := newRawRigBuf(t, dir, 0, 64, func(p *Proxy) { p.streamAbove = 256 })
+	long := strings.Repeat("x", 8*testThreshold)
+	for i, res := range []string{
+		`{"content":[{"type":"text","text":"` + long + `\q` + long + `"}]}`,
+		`{"content":[],"structuredContent":{"a":"` + long + `","b":}}`,
+		`{"content":[{"type":"image","mimeType":"image/png","data":"` + strings.Repeat("QUFB", 2*testThreshold) + `!!!!"}]}`,
+	} {
+		id := strconv.Itoa(i + 1)
+		r.send(t, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"t"}}`)
+		r.upRecv(t)
+		r.answer(t, `{"jsonrpc":"2.0","id":`+id+`,"result":`+res+`}`)
+		if l := r.recv(t); errCode(t, l) >= 0 || string(fields(t, l)["id"]) != id {
+			t.Fatalf("result %d: %.300s", i, l)
+		}
+	}
+	if n := r.proxy.streamed.Load(); n != 3 {
+		t.Fatalf("%d of 3 results were streamed: the test does not test streaming", n)
+	}
+	bodies := func() (n int) {
+		t.Helper()
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if _, herr := hex.DecodeString(d.Name()); herr == nil && len(d.Name()) == 64 && d.Type().IsRegular() {
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := bodies(); n != 0 {
+		t.Fatalf("%d bodies stored from malformed streams", n)
+	}
+	// The same count sees a body that a good stream stores.
+	r.send(t, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"t"}}`)
+	r.upRecv(t)
+	r.answer(t, `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"`+long+`"}]}}`)
+	if l := r.recv(t); string(fields(t, l)["id"]) != "9" || strings.Contains(l, `"error"`) {
+		t.Fatalf("good result: %.300s", l)
+	}
+	if n := bodies(); n != 1 {
+		t.Fatalf("%d bodies after one good stream, want 1", n)
 	}
 }
