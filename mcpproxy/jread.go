@@ -164,18 +164,8 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 		if err != nil {
 			return err
 		}
-		if c, err = j.next(w); err != nil {
+		if end, err := j.after(w, '}'); end || err != nil {
 			return err
-		}
-		switch c {
-		case '}':
-			return j.punct(w, c)
-		case ',':
-			if err := j.punct(w, c); err != nil {
-				return err
-			}
-		default:
-			return errBadJSON
 		}
 		if c, err = j.next(w); err != nil {
 			return err
@@ -208,20 +198,26 @@ func (j *jreader) elements(w sink, depth int, element func(i int) error) error {
 		if err != nil {
 			return err
 		}
-		if c, err = j.next(w); err != nil {
+		if end, err := j.after(w, ']'); end || err != nil {
 			return err
 		}
-		switch c {
-		case ']':
-			return j.punct(w, c)
-		case ',':
-			if err := j.punct(w, c); err != nil {
-				return err
-			}
-		default:
-			return errBadJSON
-		}
 	}
+}
+
+// after reads what follows a member or element: the container's closing
+// byte (end) or a comma, copying it to w; anything else is bad JSON.
+func (j *jreader) after(w sink, closing byte) (end bool, err error) {
+	c, err := j.next(w)
+	if err != nil {
+		return false, err
+	}
+	switch c {
+	case closing:
+		return true, j.punct(w, c)
+	case ',':
+		return false, j.punct(w, c)
+	}
+	return false, errBadJSON
 }
 
 // str copies the string at the reader ('"' next), checking its escapes
