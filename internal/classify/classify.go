@@ -244,7 +244,7 @@ func (c *Classifier) checkUTF8(p []byte) {
 			break
 		}
 	}
-	if !utf8.Valid(p[:cut]) {
+	if !validUTF8(p[:cut]) {
 		c.badUTF8 = true
 		return
 	}
