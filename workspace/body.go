@@ -182,7 +182,7 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 
 // grower is a driver writer that can reserve room for the bytes to come,
 // as a memory backend does (bytes.Buffer.Grow): a body known in advance
-// is then copied once instead of grown chunk by chunk.
+// and written in several chunks is then one block instead of several.
 type grower interface{ Grow(n int) }
 
 // write puts bytes held in memory into a new driver writer, in chunks with
@@ -198,7 +198,9 @@ func (p *Pending) write(ctx context.Context) error {
 	if err != nil {
 		return wrap("put", artifact.Ref{}, err)
 	}
-	if g, ok := w.(grower); ok {
+	// A body of one chunk is one Write, which a memory backend copies into
+	// memory it need not clear first; only a longer one has room reserved.
+	if g, ok := w.(grower); ok && len(p.b) > chunkSize {
 		g.Grow(len(p.b))
 	}
 	for rest := p.b; len(rest) > 0; {

@@ -178,9 +178,10 @@ func (w *growWriter) Grow(n int) {
 	w.Writer.(interface{ Grow(int) }).Grow(n)
 }
 
-// TestBytesWriteReservesRoom: a body given as bytes tells a writer that can
-// reserve room its whole size first, so a memory backend copies it once; a
-// streamed body (size unknown) does not.
+// TestBytesWriteReservesRoom: a body given as bytes and longer than one
+// chunk tells a writer that can reserve room its whole size first, so a
+// memory backend keeps it in one block; a streamed body (size unknown) and
+// a body of one chunk (one Write) do not.
 func TestBytesWriteReservesRoom(t *testing.T) {
 	ctx := context.Background()
 	m := memstore.New()
@@ -199,6 +200,12 @@ func TestBytesWriteReservesRoom(t *testing.T) {
 	}
 	if len(g.grown) != 1 {
 		t.Errorf("a streamed body asked to grow: %v", g.grown)
+	}
+	if c, err := drivertest.AttachData(ctx, s, ownerA, bodyOf(46, 1000), false, at); c != workspace.AttachCreated || err != nil {
+		t.Fatalf("Attach = %v, %v", c, err)
+	}
+	if len(g.grown) != 1 {
+		t.Errorf("a body of one chunk asked to grow: %v", g.grown)
 	}
 	if got, err := s.ReadVerified(ctx, artifact.RefOf(data), int64(len(data)), 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("read back %d bytes, %v", len(got), err)
