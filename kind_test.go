@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"runtime"
 	"strings"
 	"testing"
@@ -112,6 +113,34 @@ func TestStringInputIsNotCopiedNorHandedOut(t *testing.T) {
 		c[0] = 'X'
 		if s[0] != 'r' || out.Content()[0] != 'r' {
 			t.Fatalf("%s: writing into Content changed the string", name)
+		}
+	}
+}
+
+// TestMidSizeKindAndLines: between 32 KiB and one chunk, a body that may
+// be JSON is classified beside its hash; the label and the line count are
+// those of the whole body, whether it is JSON or only opens like it.
+func TestMidSizeKindAndLines(t *testing.T) {
+	logs := bytes.Repeat([]byte("[INFO] request served in 3 ms ✓\n"), 2000)
+	for _, tc := range []struct {
+		name string
+		body []byte
+		kind string
+	}{
+		{"json", jsonBody(40 << 10), "json"},
+		{"json, 255 KiB", jsonBody(255 << 10), "json"},
+		{"log lines in brackets", logs, "text"},
+		{"bracket then invalid UTF-8", append(bytes.Clone(logs), 0xff), "binary"},
+	} {
+		e := newEnv(t, 1024)
+		notice := mustOffload(t, e.off, e.ctx, tc.body).Notice
+		lines := bytes.Count(tc.body, []byte{'\n'})
+		if tc.body[len(tc.body)-1] != '\n' {
+			lines++
+		}
+		want := fmt.Sprintf("%d bytes, %d lines, %s;", len(tc.body), lines, tc.kind)
+		if !strings.Contains(notice, want) {
+			t.Errorf("%s: notice %q, want %q", tc.name, notice, want)
 		}
 	}
 }

@@ -48,6 +48,11 @@ type IngestOptions struct {
 	// Observer, when non-nil, sees every byte as it is written (for
 	// example a classifier). It must not fail.
 	Observer io.Writer
+	// ObserveBeside makes IngestBytes run the observer on a goroutine of
+	// its own, overlapped with the hash, at any size; by default only a
+	// body of more than one chunk is, since below that the hand-off costs
+	// more than a light observer saves.
+	ObserveBeside bool
 }
 
 // Pending is a body that has been hashed but is not yet visible: already
@@ -165,7 +170,7 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 	switch {
 	case o.Observer == nil:
 		ref = artifact.RefOf(b)
-	case len(b) < parallelMin:
+	case len(b) < parallelMin && !o.ObserveBeside:
 		_, _ = o.Observer.Write(b)
 		ref = artifact.RefOf(b)
 	default:

@@ -300,3 +300,11 @@ func Of(b []byte) (kind Kind, lines int64) {
 	c.Write(b)
 	return c.Kind(), c.Lines()
 }
+
+// MayBeJSON reports whether b's first non-whitespace byte opens an object
+// or an array: the only JSON whose exact scan costs about as much as its
+// hash, and so worth running beside it.
+func MayBeJSON(b []byte) bool {
+	i := skipSpace(b, 0)
+	return i < len(b) && (b[i] == '{' || b[i] == '[')
+}

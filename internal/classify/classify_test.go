@@ -488,3 +488,11 @@ func TestStopsEarly(t *testing.T) {
 		t.Errorf("past the limit, closed by ']': Kind = %v, want json", c.Kind())
 	}
 }
+
+func TestMayBeJSON(t *testing.T) {
+	for in, want := range map[string]bool{"": false, "  \n": false, "{": true, " \t\r\n[1]": true, `"s"`: false, "1": false, "x{": false, "\v{": false} {
+		if got := MayBeJSON([]byte(in)); got != want {
+			t.Errorf("MayBeJSON(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
