@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,10 @@ var (
 	// ErrUpstreamClosed means the upstream server exited, or its connection
 	// broke, while the client was still connected.
 	ErrUpstreamClosed = errors.New("the upstream MCP server exited")
+	// ErrUpstreamUnreachable means the client's initialize request could
+	// not be sent upstream (an HTTP upstream that cannot be reached): the
+	// session ended, since nothing could be proxied.
+	ErrUpstreamUnreachable = errors.New("the upstream MCP server could not be reached")
 	// ErrClient means the client connection failed other than by closing.
 	ErrClient = errors.New("the MCP client connection failed")
 )
@@ -100,8 +105,9 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 // forwards messages both ways until one side ends. It returns nil when the
 // client closed its connection (the upstream is then closed gracefully), an
 // error wrapping ErrUpstreamClosed when the upstream ended first (every
-// request still waiting gets a JSON-RPC error first), ErrUpstreamStart or
-// ErrClient, or ctx's error.
+// request still waiting gets a JSON-RPC error first), ErrUpstreamUnreachable
+// when the client's initialize could not be sent upstream, ErrUpstreamStart
+// or ErrClient, or ctx's error.
 func (p *Proxy) Run(ctx context.Context, upstream, downstream mcp.Transport) error {
 	up, err := upstream.Connect(ctx)
 	if err != nil {
@@ -138,6 +144,7 @@ type session struct {
 	local   map[string]context.CancelFunc // by idKey: client requests the proxy serves
 	work    sync.WaitGroup                // local requests and result bounding
 	drops   dropCounts
+	upErr   error // why the session was ended from the upstream side, if it was
 }
 
 // call is a client request waiting for the upstream's response.
@@ -166,7 +173,7 @@ func (s *session) run(parent context.Context) error {
 		if parent.Err() != nil {
 			return parent.Err()
 		}
-		return err
+		return cmp.Or(s.unreachable(), err)
 	case err := <-upstreamDone:
 		if parent.Err() != nil {
 			s.cancel()
@@ -179,6 +186,9 @@ func (s *session) run(parent context.Context) error {
 		<-clientDone
 		if parent.Err() != nil {
 			return parent.Err()
+		}
+		if uerr := s.unreachable(); uerr != nil && closeErr == nil {
+			return uerr // else the upstream's own end (a process's exit status) says more
 		}
 		return upstreamError(err, closeErr)
 	}
@@ -358,11 +368,35 @@ func (s *session) forward(m *wmsg, key, tool string) {
 	s.pending[key] = &call{id: m.id, method: m.name, tool: tool, ctx: ctx, cancel: cancel}
 	s.mu.Unlock()
 	if err := s.up.writeMsg(s.wctx, m); err != nil {
+		// Without an upstream session nothing can be proxied: the session
+		// ends with the reason (an HTTP upstream that cannot be reached),
+		// recorded before the client hears of it, so that Run reports it
+		// even when the client leaves first.
+		initialize := m.name == methodInitialize
+		if initialize {
+			s.mu.Lock()
+			s.upErr = cmp.Or(s.upErr, err)
+			s.mu.Unlock()
+		}
 		if c := s.take(key); c != nil {
 			c.cancel()
-			s.respond(m.id, nil, errUpstreamGone)
+			s.respond(m.id, nil, errNotSent)
+		}
+		if initialize {
+			_ = s.up.Close()
 		}
 	}
+}
+
+// unreachable returns the error Run reports when the client's initialize
+// could not be sent upstream, else nil.
+func (s *session) unreachable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.upErr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrUpstreamUnreachable, s.upErr)
 }
 
 // serve answers a client request in the proxy, cancellable by the client.
@@ -511,7 +545,10 @@ func (s *session) respond(id json.RawMessage, result any, err error) {
 	_ = s.down.writeMsg(s.wctx, m)
 }
 
-var errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
+var (
+	errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
+	errNotSent      = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the request could not be sent to the upstream MCP server"}
+)
 
 // wireError turns an error into the JSON-RPC error the client sees: the
 // error itself when it is one, else a categorical message (never error text,
