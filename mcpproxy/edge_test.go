@@ -116,7 +116,7 @@ func TestUpstreamWriteFailure(t *testing.T) {
 	up.failWrite = true
 	cs := connectScripted(t, proxyFor(t, openStore(t, "mem://"), owner("s1"), nil), up)
 	_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "x", Arguments: map[string]any{}})
-	if err == nil || !strings.Contains(err.Error(), "upstream MCP server exited") {
+	if err == nil || !strings.Contains(err.Error(), "could not be sent to the upstream MCP server") {
 		t.Fatalf("err %v", err)
 	}
 }

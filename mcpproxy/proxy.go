@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +41,10 @@ var (
 	// ErrUpstreamClosed means the upstream server exited, or its connection
 	// broke, while the client was still connected.
 	ErrUpstreamClosed = errors.New("the upstream MCP server exited")
+	// ErrUpstreamUnreachable means the client's initialize request could
+	// not be sent upstream (an HTTP upstream that cannot be reached): the
+	// session ended, since nothing could be proxied.
+	ErrUpstreamUnreachable = errors.New("the upstream MCP server could not be reached")
 	// ErrClient means the client connection failed other than by closing.
 	ErrClient = errors.New("the MCP client connection failed")
 )
@@ -100,8 +105,9 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 // forwards messages both ways until one side ends. It returns nil when the
 // client closed its connection (the upstream is then closed gracefully), an
 // error wrapping ErrUpstreamClosed when the upstream ended first (every
-// request still waiting gets a JSON-RPC error first), ErrUpstreamStart or
-// ErrClient, or ctx's error.
+// request still waiting gets a JSON-RPC error first), ErrUpstreamUnreachable
+// when the client's initialize could not be sent upstream, ErrUpstreamStart
+// or ErrClient, or ctx's error.
 func (p *Proxy) Run(ctx context.Context, upstream, downstream mcp.Transport) error {
 	up, err := upstream.Connect(ctx)
 	if err != nil {
@@ -138,6 +144,7 @@ type session struct {
 	local   map[string]context.CancelFunc // by idKey: client requests the proxy serves
 	work    sync.WaitGroup                // local requests and result bounding
 	drops   dropCounts
+	upErr   error // why the session was ended from the upstream side, if it was
 }
 
 // call is a client request waiting for the upstream's response.
@@ -166,7 +173,7 @@ func (s *session) run(parent context.Context) error {
 		if parent.Err() != nil {
 			return parent.Err()
 		}
-		return err
+		return cmp.Or(s.unreachable(), err)
 	case err := <-upstreamDone:
 		if parent.Err() != nil {
 			s.cancel()
@@ -179,6 +186,9 @@ func (s *session) run(parent context.Context) error {
 		<-clientDone
 		if parent.Err() != nil {
 			return parent.Err()
+		}
+		if uerr := s.unreachable(); uerr != nil && closeErr == nil {
+			return uerr // else the upstream's own end (a process's exit status) says more
 		}
 		return upstreamError(err, closeErr)
 	}
@@ -358,11 +368,35 @@ func (s *session) forward(m *wmsg, key, tool string) {
 	s.pending[key] = &call{id: m.id, method: m.name, tool: tool, ctx: ctx, cancel: cancel}
 	s.mu.Unlock()
 	if err := s.up.writeMsg(s.wctx, m); err != nil {
+		// Without an upstream session nothing can be proxied: the session
+		// ends with the reason (an HTTP upstream that cannot be reached),
+		// recorded before the client hears of it, so that Run reports it
+		// even when the client leaves first.
+		initialize := m.name == methodInitialize
+		if initialize {
+			s.mu.Lock()
+			s.upErr = cmp.Or(s.upErr, err)
+			s.mu.Unlock()
+		}
 		if c := s.take(key); c != nil {
 			c.cancel()
-			s.respond(m.id, nil, errUpstreamGone)
+			s.respond(m.id, nil, errNotSent)
+		}
+		if initialize {
+			_ = s.up.Close()
 		}
 	}
+}
+
+// unreachable returns the error Run reports when the client's initialize
+// could not be sent upstream, else nil.
+func (s *session) unreachable() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.upErr == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrUpstreamUnreachable, s.upErr)
 }
 
 // serve answers a client request in the proxy, cancellable by the client.
@@ -391,177 +425,4 @@ func (s *session) take(key string) *call {
 	c := s.pending[key]
 	delete(s.pending, key)
 	return c
-}
-
-// upstreamResponse passes the first response to each forwarded request,
-// rewritten where the proxy changes it, under the client's own id; every
-// other response (a second one, one for a request the proxy serves, one for
-// an id never forwarded) is dropped.
-func (s *session) upstreamResponse(m *wmsg) {
-	key, _ := idKey(m.id)
-	c := s.take(key)
-	if c == nil {
-		m.release()
-		s.mu.Lock()
-		_, local := s.local[key]
-		s.mu.Unlock()
-		if local {
-			s.drop(fromUpstream, dropLocal)
-		} else {
-			s.drop(fromUpstream, dropUnknown)
-		}
-		return
-	}
-	m.id = c.id
-	if rewritten[c.method] && m.load() != nil {
-		c.cancel()
-		s.respond(c.id, nil, errTaken)
-		return
-	}
-	switch c.method {
-	case methodInitialize, methodDiscover:
-		if m.err == nil {
-			m.result = withCapabilities(m.result)
-		}
-	case methodToolsList:
-		switch {
-		case isMethodNotFound(m.err):
-			m.err, m.result = nil, localList("tools", s.p.toolsJSON...)
-		case m.err == nil:
-			m.result = withReadTools(m.result, s.p.toolsJSON, s.p.read.set.Has)
-		}
-	case methodTemplatesList:
-		switch {
-		case isMethodNotFound(m.err):
-			m.err, m.result = nil, localList("resourceTemplates", s.p.tmplJSON)
-		case m.err == nil:
-			m.result = withTemplate(m.result, s.p.tmplJSON)
-		}
-	case methodResourcesList:
-		if isMethodNotFound(m.err) {
-			m.err, m.result = nil, localList("resources")
-		}
-	case methodToolsCall:
-		if m.err == nil {
-			// Bound off the read loop, so other messages keep flowing.
-			s.work.Add(1)
-			go func() {
-				defer s.work.Done()
-				s.boundAndSend(c, m)
-			}()
-			return
-		}
-	}
-	c.cancel()
-	_ = s.down.writeMsg(s.wctx, m)
-}
-
-func (s *session) boundAndSend(c *call, m *wmsg) {
-	defer c.cancel()
-	res, err := s.p.bound.boundWire(c.ctx, offloadCall(c.tool, c.id), m.result)
-	if err != nil {
-		s.respond(c.id, nil, err)
-		return
-	}
-	m.result = res
-	_ = s.down.writeMsg(s.wctx, m)
-}
-
-// offloadCall is the Call an offload of a tools/call result records: the
-// tool's name and the request id (a string id's value, a number as
-// written), each cut to artifact.MaxCallFieldLen bytes on a rune boundary,
-// so a client's overlong id or name never costs it its result.
-func offloadCall(tool string, id json.RawMessage) hybridctx.Call {
-	s := string(id)
-	var str string
-	if len(id) > 0 && id[0] == '"' && json.Unmarshal(id, &str) == nil {
-		s = str
-	}
-	return hybridctx.Call{Tool: artifact.TruncateUTF8(tool, artifact.MaxCallFieldLen), ID: artifact.TruncateUTF8(s, artifact.MaxCallFieldLen)}
-}
-
-// failPending answers every forwarded request that will get no response.
-func (s *session) failPending() {
-	s.mu.Lock()
-	calls := s.pending
-	s.pending = map[string]*call{}
-	s.mu.Unlock()
-	for _, c := range calls {
-		c.cancel()
-		s.respond(c.id, nil, errUpstreamGone)
-	}
-}
-
-// respond answers the client request with id: result encoded, or err as a
-// JSON-RPC error.
-func (s *session) respond(id json.RawMessage, result any, err error) {
-	m := &wmsg{id: id}
-	if err == nil {
-		raw, merr := json.Marshal(result)
-		if merr == nil {
-			m.result = raw
-		}
-		err = merr
-	}
-	if err != nil {
-		var we *jsonrpc.Error
-		errors.As(wireError(err), &we)
-		m = errorResponse(id, we)
-	}
-	_ = s.down.writeMsg(s.wctx, m)
-}
-
-var errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
-
-// wireError turns an error into the JSON-RPC error the client sees: the
-// error itself when it is one, else a categorical message (never error text,
-// which may name storage paths).
-func wireError(err error) error {
-	var we *jsonrpc.Error
-	switch {
-	case errors.As(err, &we):
-		return we
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: request cancelled"}
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: internal error"}
-}
-
-// isMethodNotFound reports whether a response's error object is
-// "method not found".
-func isMethodNotFound(raw json.RawMessage) bool {
-	var e struct {
-		Code *int64 `json:"code"`
-	}
-	return raw != nil && json.Unmarshal(raw, &e) == nil && e.Code != nil && *e.Code == jsonrpc.CodeMethodNotFound
-}
-
-// mimeCache remembers the MIME types of stored binary payloads, bounded, so
-// reads can label them; it is a hint only.
-type mimeCache struct {
-	mu sync.Mutex
-	m  map[artifact.Ref]string
-}
-
-const maxMIMEs = 4096
-
-func (c *mimeCache) put(ref artifact.Ref, mime string) {
-	if mime == mimeText || mime == mimeJSON || mime == mimeBinary {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.m[ref]; !ok && len(c.m) >= maxMIMEs {
-		for k := range c.m {
-			delete(c.m, k)
-			break
-		}
-	}
-	c.m[ref] = mime
-}
-
-func (c *mimeCache) get(ref artifact.Ref) string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.m[ref]
 }

@@ -140,6 +140,22 @@ type httpUpstreamConn struct {
 	openedSA atomic.Bool
 	fellBack atomic.Bool
 	workers  sync.WaitGroup
+	starting sync.Mutex // held while a worker is added, so Close never waits concurrently with an Add
+}
+
+// startWorker runs f on a worker goroutine unless the connection is
+// closed: Close waits for every worker started.
+func (c *httpUpstreamConn) startWorker(f func()) {
+	c.starting.Lock()
+	defer c.starting.Unlock()
+	if c.pctx.Err() != nil {
+		return
+	}
+	c.workers.Add(1)
+	go func() {
+		defer c.workers.Done()
+		f()
+	}()
 }
 
 type readResult struct {
@@ -193,9 +209,7 @@ func (c *httpUpstreamConn) read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.pump.Do(func() {
 		conn := c.current()
-		c.workers.Add(1)
-		go func() {
-			defer c.workers.Done()
+		c.startWorker(func() {
 			for {
 				msg, err := conn.Read(c.pctx)
 				select {
@@ -207,7 +221,7 @@ func (c *httpUpstreamConn) read(ctx context.Context) (jsonrpc.Message, error) {
 					return
 				}
 			}
-		}()
+		})
 	})
 	var msg jsonrpc.Message
 	select {
@@ -246,11 +260,7 @@ func (c *httpUpstreamConn) startStandalone() {
 	if !ok || c.fellBack.Load() || sc.SessionID() == "" || !c.openedSA.CompareAndSwap(false, true) {
 		return
 	}
-	c.workers.Add(1)
-	go func() {
-		defer c.workers.Done()
-		c.runStandalone(c.pctx, sc.SessionID(), c.extra)
-	}()
+	c.startWorker(func() { c.runStandalone(c.pctx, sc.SessionID(), c.extra) })
 }
 
 // Write sends msg; the first write decides whether the server speaks
@@ -329,7 +339,11 @@ func fallbackStatus(status int64) bool {
 // Close closes the connection (for Streamable HTTP, ending the upstream
 // session with DELETE).
 func (c *httpUpstreamConn) Close() error {
+	// A worker being added finishes its Add first; any later sees pctx
+	// ended and starts none.
+	c.starting.Lock()
 	c.pcancel()
+	c.starting.Unlock()
 	err := c.current().Close()
 	c.workers.Wait()
 	if errors.Is(err, io.EOF) {

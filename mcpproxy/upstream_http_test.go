@@ -1,9 +1,12 @@
 package mcpproxy
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
+	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -130,7 +133,7 @@ func TestHTTPUpstreamBadURL(t *testing.T) {
 	if err == nil {
 		t.Fatal("initialize through a server that speaks no MCP succeeded")
 	}
-	if err := <-done; !errors.Is(err, ErrUpstreamClosed) {
+	if err := <-done; !errors.Is(err, ErrUpstreamUnreachable) {
 		t.Fatalf("Run: %v", err)
 	}
 }
@@ -148,5 +151,37 @@ func TestHTTPUpstreamErrorsHideTheURL(t *testing.T) {
 	err = conn.Write(context.Background(), &jsonrpc.Request{ID: id, Method: "initialize", Params: []byte(`{}`)})
 	if err == nil || strings.Contains(err.Error(), "sekrit") || strings.Contains(err.Error(), u) {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// TestHTTPUpstreamUnreachableEndsTheSession: when the initialize request
+// cannot reach an HTTP upstream (nothing listens), the client gets an error
+// saying so and the run ends with the reason, without waiting for the
+// client to leave.
+func TestHTTPUpstreamUnreachableEndsTheSession(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/mcp"
+	_ = l.Close()
+	p := proxyFor(t, openStore(t, "mem://"), owner("h1"), nil)
+	cr, cw := io.Pipe()
+	defer cw.Close()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- p.Run(context.Background(), &HTTPUpstream{URL: url}, &Stream{Reader: cr, Writer: pw})
+		_ = pw.Close()
+	}()
+	if _, err := io.WriteString(cw, initialize+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"id":1`) || !strings.Contains(line, "could not be sent to the upstream MCP server") {
+		t.Fatalf("initialize: %q %v", line, err)
+	}
+	if err := <-done; !errors.Is(err, ErrUpstreamUnreachable) || !strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), url) {
+		t.Fatalf("Run: %v", err)
 	}
 }

@@ -197,7 +197,7 @@ func mcpExit(err error) error {
 		return nil
 	case errors.Is(err, mcpproxy.ErrUpstreamStart):
 		return usagef("%v", err)
-	case errors.Is(err, mcpproxy.ErrUpstreamClosed):
+	case errors.Is(err, mcpproxy.ErrUpstreamClosed), errors.Is(err, mcpproxy.ErrUpstreamUnreachable):
 		return &exitError{code: ExitInternal, msg: err.Error(), err: err}
 	}
 	return internal("mcp", err)

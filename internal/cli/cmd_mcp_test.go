@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -282,5 +283,42 @@ func TestMCPBadClientInput(t *testing.T) {
 	logged := r.stderr.String()
 	if n := strings.Count(logged, "message dropped"); n != 5 || strings.Contains(logged, "SECRET") || strings.Contains(logged, "x-1") {
 		t.Fatalf("%d drops logged:\n%s", n, logged)
+	}
+}
+
+// TestMCPUnreachableURLExits: with --url where nothing listens, the
+// client's initialize fails with an error saying so, and the command ends
+// (exit 1, one line naming the cause) while the client is still connected.
+func TestMCPUnreachableURLExits(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String() + "/mcp"
+	_ = l.Close()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	outR, outW := io.Pipe()
+	stderr := &lockedBuffer{}
+	code := make(chan int, 1)
+	go func() {
+		code <- Main(context.Background(), []string{"mcp", "--workspace", newWorkspace(t), "--url", url},
+			Env{Stdin: inR, Stdout: outW, Stderr: stderr, Getenv: func(string) string { return "" }})
+		_ = outW.Close()
+	}()
+	_, err = mcp.NewClient(&mcp.Implementation{Name: "test-client", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err == nil || !strings.Contains(err.Error(), "could not be sent to the upstream MCP server") {
+		t.Fatalf("connect: %v", err)
+	}
+	select {
+	case c := <-code:
+		line := strings.TrimSpace(stderr.String())
+		if c != ExitInternal || !strings.HasPrefix(line, "hybridctx: the upstream MCP server could not be reached: ") ||
+			strings.Count(line, "\n") != 0 || !strings.Contains(line, "connection refused") {
+			t.Fatalf("exit %d, stderr %q", c, line)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("hybridctx mcp did not exit while its client stayed connected")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,9 @@ func TestExitOneErrorsAreCategoricalAndJSON(t *testing.T) {
 		}
 		if text.stdout != "" {
 			t.Errorf("%v: without --json stdout %q", c.args, text.stdout)
+		}
+		if slices.Contains(c.args, "verify") && strings.Contains(text.stderr, "run hybridctx verify") {
+			t.Errorf("%v: verify sends the user to itself: %q", c.args, text.stderr)
 		}
 		m := decodeObject(t, js.stdout)
 		wantKeys(t, m, "error")

@@ -47,6 +47,11 @@ var (
 	catInternal     = errorCategory{"internal", "internal error"}
 )
 
+// verifyCannotOpen is what verify says when the records database cannot
+// be read at all, where the categories' advice would send it to itself.
+const verifyCannotOpen = "the workspace database cannot be read, so verify cannot check the workspace; " +
+	"restore records.db from a backup, or move the workspace aside and start a new one"
+
 // errorCategories lists every category once, for the help.
 var errorCategories = []errorCategory{catUsage, catInterrupted, catNoWorkspace, catDamaged, catWALDeleted, catChanged,
 	catPermission, catNoSpace, catReadOnly, catBusy, catDatabaseIO, catUnsupported, catUnavailable,

@@ -237,6 +237,10 @@ func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace
 		return nil, &exitError{code: ExitInternal, err: err, category: &catNoWorkspace,
 			msg: "no workspace at " + printable(dir) + " (offload creates one)"}
 	}
+	if c := errorCategoryOf(err); cmd.Name() == "verify" && (c == catDamaged || c == catDatabaseIO) {
+		// The category's advice is to run verify: say what is left instead.
+		return nil, &exitError{code: ExitInternal, err: err, category: &c, msg: "cannot open the workspace: " + verifyCannotOpen}
+	}
 	return nil, internal("cannot open the workspace", err)
 }
 
