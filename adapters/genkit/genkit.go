@@ -9,7 +9,9 @@
 // replaced, in the conversation itself, by the bounded notice (the part is
 // marked so later turns do not decide it again). A tool's error ends
 // Generate with an error for the host; Genkit never sends it to the model.
-// Multipart tool responses' extra content parts are not bounded.
+// The extra content parts of a multipart tool response are bounded too,
+// each with a decision of its own: text and JSON data parts by their text,
+// inline media (a base64 data: URL) by its decoded bytes.
 //
 // It lives in its own module so that the hybridctx core does not depend on
 // Genkit.
@@ -17,7 +19,9 @@ package genkit
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/firebase/genkit/go/ai"
@@ -114,6 +118,9 @@ func decide(ctx context.Context, off *hybridctx.Offloader, hook func(context.Con
 	if r.Offload == nil || r.Offload.Outcome() != hybridctx.Inline {
 		tr.Output = r.Text
 	}
+	if tr.Content, err = decideParts(ctx, off, hook, tr, tr.Content); err != nil {
+		return nil, err
+	}
 	np := *p
 	np.ToolResponse = &tr
 	np.Metadata = make(map[string]any, len(p.Metadata)+1)
@@ -122,6 +129,66 @@ func decide(ctx context.Context, off *hybridctx.Offloader, hook func(context.Con
 	}
 	np.Metadata[MetadataKey] = ref
 	return &np, nil
+}
+
+// decideParts decides the extra parts of a multipart tool response that
+// carry content, one decision each: a part not kept inline becomes a text
+// part holding its notice, marked like a decided response. Other parts
+// stay; the slice is copied only when a part changes.
+func decideParts(ctx context.Context, off *hybridctx.Offloader, hook func(context.Context, string, *hybridctx.OffloadResult), tr ai.ToolResponse, parts []*ai.Part) ([]*ai.Part, error) {
+	out, copied := parts, false
+	for i, p := range parts {
+		payload, ok := partPayload(p)
+		if !ok {
+			continue
+		}
+		r, err := adaptkit.Decide(ctx, off, hybridctx.Call{Tool: tr.Name, ID: tr.Ref}, payload)
+		if err != nil {
+			return nil, err
+		}
+		ref := ""
+		if o := r.Offload; o != nil {
+			if hook != nil {
+				hook(ctx, tr.Name, o)
+			}
+			if o.Outcome() == hybridctx.Inline {
+				continue
+			}
+			if !o.Ref.IsZero() {
+				ref = o.Ref.String()
+			}
+		}
+		if !copied {
+			out, copied = slices.Clone(parts), true
+		}
+		np := ai.NewTextPart(r.Text)
+		np.Metadata = map[string]any{MetadataKey: ref}
+		out[i] = np
+	}
+	return out, nil
+}
+
+// partPayload returns the content of an extra part to decide: the text of
+// a text or JSON data part, the bytes of inline base64 media. Media behind
+// a URL, a malformed data: URL and every other kind of part have none.
+func partPayload(p *ai.Part) (any, bool) {
+	switch {
+	case p == nil:
+		return nil, false
+	case p.IsText(), p.IsData():
+		return p.Text, true
+	case p.IsMedia():
+		head, data, ok := strings.Cut(p.Text, ",")
+		if !ok || !strings.HasPrefix(head, "data:") || !strings.HasSuffix(head, ";base64") {
+			return nil, false
+		}
+		b, err := base64.StdEncoding.DecodeString(data)
+		if err != nil {
+			return nil, false
+		}
+		return b, true
+	}
+	return nil, false
 }
 
 func orDefault(s, d string) string {

@@ -1,10 +1,13 @@
 package genkit_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -15,6 +18,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	hybridgenkit "github.com/hybridctx/hybridctx/adapters/genkit"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
+	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/readtools"
 )
 
@@ -204,4 +208,55 @@ func TestBadInput(t *testing.T) {
 		}
 	}()
 	hybridgenkit.Middleware(nil, nil)
+}
+
+// The extra parts of a multipart tool response are decided one by one: a
+// large text part and large inline media become notices of their own
+// (the media stored as its decoded bytes), small ones and media behind a
+// URL stay, and the caller's request is not changed.
+func TestMultipartPartsBounded(t *testing.T) {
+	env := adapttest.New(t, nil)
+	var decisions int
+	mw := hybridgenkit.Middleware(env.Off, &hybridgenkit.Options{OnDecision: func(context.Context, string, *hybridctx.OffloadResult) { decisions++ }})
+	var seen *ai.ModelRequest
+	next := mw(func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+		seen = req
+		return &ai.ModelResponse{}, nil
+	})
+	image := bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}, 2000)
+	bigText := strings.Repeat("log line\n", 2000)
+	extra := []*ai.Part{
+		ai.NewTextPart(bigText),
+		ai.NewTextPart("small"),
+		ai.NewMediaPart("image/png", "data:image/png;base64,"+base64.StdEncoding.EncodeToString(image)),
+		ai.NewMediaPart("image/png", "https://example.invalid/a.png"),
+		ai.NewMediaPart("image/png", "data:image/png;base64,@@not base64@@"),
+	}
+	orig := slices.Clone(extra)
+	req := &ai.ModelRequest{Messages: []*ai.Message{{Role: ai.RoleTool, Content: []*ai.Part{
+		ai.NewToolResponsePart(&ai.ToolResponse{Name: "shot", Ref: "1", Output: "ok", Content: extra}),
+	}}}}
+	if _, err := next(context.Background(), req, nil); err != nil {
+		t.Fatal(err)
+	}
+	got := seen.Messages[0].Content[0].ToolResponse.Content
+	// The output and the three parts with content are decided.
+	if decisions != 4 || len(got) != len(extra) {
+		t.Fatalf("decisions %d, %d parts", decisions, len(got))
+	}
+	for i, want := range []string{artifact.RefOf([]byte(bigText)).String(), "", artifact.RefOf(image).String(), "", ""} {
+		p := got[i]
+		if want == "" {
+			if p != orig[i] {
+				t.Errorf("part %d changed: %+v", i, p)
+			}
+			continue
+		}
+		if !p.IsText() || !strings.HasPrefix(p.Text, want+"\n") || len(p.Text) > adapttest.MaxNotice || p.Metadata[hybridgenkit.MetadataKey] != want {
+			t.Errorf("part %d: %.90q, metadata %v; want the notice of %s", i, p.Text, p.Metadata, want)
+		}
+	}
+	if !slices.Equal(extra, orig) {
+		t.Error("the caller's parts were changed")
+	}
 }
