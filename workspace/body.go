@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
 	"io/fs"
 	"sync"
+	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -54,23 +56,29 @@ type IngestOptions struct {
 // written (Ingest), or still in memory and written only when it has to be
 // (IngestBytes). End it with Commit, Attach or Discard.
 type Pending struct {
-	s    *Store
-	w    driver.Writer // nil while the bytes are only in memory
-	b    []byte        // IngestBytes: the bytes, until written
-	mem  []byte        // IngestBytes: the bytes, kept to verify a stored body against
-	ref  artifact.Ref
-	hex  string // ref's key, once asked for (see key)
-	size int64
-	done bool
+	s      *Store
+	w      driver.Writer // nil while the bytes are only in memory
+	b      []byte        // IngestBytes: the bytes, until written
+	mem    []byte        // IngestBytes: the bytes, kept to verify a stored body against
+	ref    artifact.Ref
+	hex    [2 * sha256.Size]byte // ref's key, once asked for (see key)
+	hasHex bool
+	size   int64
+	done   bool
 }
 
-// key returns the driver key of p's body (its digest in hex), computed
-// once per Pending.
+// key returns the driver key of p's body (its digest in hex). It is
+// formatted once, into p's own memory, which never changes after: the
+// string shares it instead of allocating its own. (A driver that keeps
+// the key, as an in-memory map does, keeps this Pending reachable: a few
+// hundred bytes, whose references to the body's bytes Discard clears.)
 func (p *Pending) key() string {
-	if p.hex == "" {
-		p.hex = p.ref.Hex()
+	if !p.hasHex {
+		sum := p.ref.Sum()
+		hex.Encode(p.hex[:], sum[:])
+		p.hasHex = true
 	}
-	return p.hex
+	return unsafe.String(&p.hex[0], len(p.hex))
 }
 
 // statStored is a cheap first look at the stored body of p's digest,
@@ -198,7 +206,10 @@ func (p *Pending) write(ctx context.Context) error {
 	if err != nil {
 		return wrap("put", artifact.Ref{}, err)
 	}
-	if g, ok := w.(grower); ok {
+	// A body of one chunk is one Write, which a memory backend copies
+	// into a block of its own without clearing it first; Grow pays off
+	// only for a body written in several.
+	if g, ok := w.(grower); ok && len(p.b) > chunkSize {
 		g.Grow(len(p.b))
 	}
 	for rest := p.b; len(rest) > 0; {
