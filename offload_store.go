@@ -76,15 +76,23 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
-		notice := storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName())
-		out := &OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
-		return o.finish(ctx, out, oc, r, st.size)
+		so := new(storedOutcome)
+		notice := storedNotice(&so.notice, st.ref, st.size, st.lines, st.kind, o.policy.toolName())
+		so.out = OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
+		return o.finish(ctx, &so.out, oc, r, st.size)
 	}
 	st.discard()
 	st.rewind.rewind()
 	out := kept(st.orig, st.bytes)
 	out.Consumed = st.read
 	return o.finish(ctx, out, oc, r, st.size)
+}
+
+// storedOutcome is the memory of an offloaded or existing_reference
+// outcome: the result and the bytes of its notice, in one allocation.
+type storedOutcome struct {
+	out    OffloadResult
+	notice [noticeBuf]byte
 }
 
 // abort gives up without a decision: nothing of this call became visible.

@@ -358,7 +358,8 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // verifyStored checks the stored body of p's digest as VerifyBody does. When
 // p's bytes are in memory they already hash to the digest, so the stored
 // body verifies exactly when it equals them: it is compared with them
-// (one read, no hash). A streamed body is compared with the bytes written
+// (in place when the backend can, driver.Comparer; else one read, no
+// hash). A streamed body is compared with the bytes written
 // for it when the driver's writer can read them back
 // (driver.WrittenReader), and hashed again otherwise.
 func (p *Pending) verifyStored(ctx context.Context) error {
@@ -368,6 +369,14 @@ func (p *Pending) verifyStored(ctx context.Context) error {
 	}
 	s, ref := p.s, p.ref
 	if err := s.check(ctx, ref); err != nil {
+		return wrap("verify", ref, err)
+	}
+	if p.mem != nil && s.comparer != nil {
+		// The backend compares in place: no reader, no copy.
+		eq, err := s.comparer.EqualBody(ctx, p.key(), p.mem)
+		if err == nil && !eq {
+			err = ErrCorrupt
+		}
 		return wrap("verify", ref, err)
 	}
 	// The reader describes the body it was opened on: a size that differs

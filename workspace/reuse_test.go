@@ -117,10 +117,23 @@ func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
 // TestSameSizeCorruptionIsReplaced: a stored body of the right size that
 // differs from the incoming bytes in a single bit, anywhere, is found
 // corrupt by the comparison and replaced; so is one a byte short or long.
+// Both ways of comparing are checked: reading the stored body (a backend
+// seen through the instrumented driver, which hides driver.Comparer) and
+// comparing it in place (memstore, a driver.Comparer).
 func TestSameSizeCorruptionIsReplaced(t *testing.T) {
+	t.Run("read", func(t *testing.T) {
+		s, _, m := instrumented(nil)
+		sameSizeCorruption(t, s, m)
+	})
+	t.Run("in place", func(t *testing.T) {
+		m := memstore.New()
+		sameSizeCorruption(t, workspace.New(m, m), m)
+	})
+}
+
+func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 	ctx := context.Background()
 	data := bodyOf(42, 600_000) // several chunks
-	s, _, m := instrumented(nil)
 	if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachCreated || err != nil {
 		t.Fatalf("first Attach = %v, %v", c, err)
 	}
@@ -154,6 +167,14 @@ func TestSameSizeCorruptionIsReplaced(t *testing.T) {
 			t.Errorf("%s, new owner: body after the repair: %v", name, err)
 		}
 	}
+	// A body that verifies is reused, not replaced, and never hashed.
+	before := s.VerifyHashedBytes()
+	if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachExisting || err != nil {
+		t.Errorf("intact body: Attach = %v, %v; want existing", c, err)
+	}
+	if h := s.VerifyHashedBytes() - before; h != 0 {
+		t.Errorf("intact body: the reuse hashed %d stored bytes, want 0", h)
+	}
 }
 
 // growBodies wraps a memstore's bodies, recording the room its writers are
@@ -178,9 +199,10 @@ func (w *growWriter) Grow(n int) {
 	w.Writer.(interface{ Grow(int) }).Grow(n)
 }
 
-// TestBytesWriteReservesRoom: a body given as bytes tells a writer that can
-// reserve room its whole size first, so a memory backend copies it once; a
-// streamed body (size unknown) does not.
+// TestBytesWriteReservesRoom: a body of several chunks given as bytes tells
+// a writer that can reserve room its whole size first, so a memory backend
+// copies it into one block; a streamed body (size unknown) does not, nor
+// does a body of one chunk (one write, one block).
 func TestBytesWriteReservesRoom(t *testing.T) {
 	ctx := context.Background()
 	m := memstore.New()
@@ -199,6 +221,13 @@ func TestBytesWriteReservesRoom(t *testing.T) {
 	}
 	if len(g.grown) != 1 {
 		t.Errorf("a streamed body asked to grow: %v", g.grown)
+	}
+	// A body of one chunk is one write: nothing to reserve.
+	if _, err := drivertest.AttachData(ctx, s, ownerA, bodyOf(46, 4096), false, at); err != nil {
+		t.Fatal(err)
+	}
+	if len(g.grown) != 1 {
+		t.Errorf("a one-chunk body asked to grow: %v", g.grown)
 	}
 	if got, err := s.ReadVerified(ctx, artifact.RefOf(data), int64(len(data)), 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
 		t.Errorf("read back %d bytes, %v", len(got), err)

@@ -78,9 +78,10 @@ func New() *Store {
 }
 
 var (
-	_ driver.Bodies  = (*Store)(nil)
-	_ driver.Records = (*Store)(nil)
-	_ driver.Locker  = (*Store)(nil)
+	_ driver.Bodies   = (*Store)(nil)
+	_ driver.Records  = (*Store)(nil)
+	_ driver.Locker   = (*Store)(nil)
+	_ driver.Comparer = (*Store)(nil)
 )
 
 // validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
@@ -191,6 +192,26 @@ type reader struct {
 
 func (r *reader) Info() driver.Info { return r.info }
 func (r *reader) Close() error      { return nil }
+
+// EqualBody implements driver.Comparer: it compares the body's blocks with
+// b where they are, under no lock (a committed body never changes; a
+// replace stores a new one).
+func (s *Store) EqualBody(ctx context.Context, key string, b []byte) (bool, error) {
+	bd, err := s.get(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if bd.data.size != int64(len(b)) {
+		return false, nil
+	}
+	for _, blk := range bd.data.b {
+		if !bytes.Equal(blk, b[:len(blk)]) {
+			return false, nil
+		}
+		b = b[len(blk):]
+	}
+	return true, nil
+}
 
 // Stat implements driver.Bodies.
 func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
