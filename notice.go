@@ -22,6 +22,7 @@ const readWindow = 65536
 // (prompt-cache stable).
 func storedNotice(buf *[noticeBuf]byte, ref artifact.Ref, size, lines int64, kind, tool string) string {
 	b := appendRef(buf[:0], ref)
+	refText := b // the second reference copies the first: one hex encoding
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, size, 10)
 	b = append(b, " bytes, "...)
@@ -31,7 +32,7 @@ func storedNotice(buf *[noticeBuf]byte, ref artifact.Ref, size, lines int64, kin
 	b = append(b, "; stored outside this conversation.\nRead it with "...)
 	b = append(b, tool...)
 	b = append(b, ` {"reference": "`...)
-	b = appendRef(b, ref)
+	b = append(b, refText...)
 	b = append(b, `", "offset": 0, "length": `...)
 	k := min(size, readWindow)
 	b = strconv.AppendInt(b, k, 10)
