@@ -206,10 +206,7 @@ func (p *Pending) write(ctx context.Context) error {
 	if err != nil {
 		return wrap("put", artifact.Ref{}, err)
 	}
-	// A body of one chunk is one Write, which a memory backend copies
-	// into a block of its own without clearing it first; Grow pays off
-	// only for a body written in several.
-	if g, ok := w.(grower); ok && len(p.b) > chunkSize {
+	if g, ok := w.(grower); ok {
 		g.Grow(len(p.b))
 	}
 	for rest := p.b; len(rest) > 0; {
