@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 )
@@ -15,12 +16,13 @@ const MaxNoticeLen = 500
 const readWindow = 65536
 
 // storedNotice renders the three-line notice of an offloaded or existing
-// result. It depends only on the body and the policy, so it is byte-identical
-// each time (prompt-cache stable). It is assembled in a buffer on the stack
-// and allocates only the string it returns.
-func storedNotice(ref artifact.Ref, size, lines int64, kind, tool string) string {
-	var buf [noticeBuf]byte
+// result into buf, which it fills from the start, and returns it as a
+// string that shares buf: buf must not change after. The notice depends
+// only on the body and the policy, so it is byte-identical each time
+// (prompt-cache stable).
+func storedNotice(buf *[noticeBuf]byte, ref artifact.Ref, size, lines int64, kind, tool string) string {
 	b := appendRef(buf[:0], ref)
+	refText := b // the second reference copies the first: one hex encoding
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, size, 10)
 	b = append(b, " bytes, "...)
@@ -30,14 +32,19 @@ func storedNotice(ref artifact.Ref, size, lines int64, kind, tool string) string
 	b = append(b, "; stored outside this conversation.\nRead it with "...)
 	b = append(b, tool...)
 	b = append(b, ` {"reference": "`...)
-	b = appendRef(b, ref)
+	b = append(b, refText...)
 	b = append(b, `", "offset": 0, "length": `...)
 	k := min(size, readWindow)
 	b = strconv.AppendInt(b, k, 10)
 	b = append(b, `, "max_bytes": `...)
 	b = strconv.AppendInt(b, k, 10)
 	b = append(b, "}."...)
-	return string(b)
+	if &b[0] != &buf[0] {
+		// Never: noticeBuf has room for every notice. Should it ever be
+		// short, the notice is still right, in memory of its own.
+		return string(b)
+	}
+	return unsafe.String(&b[0], len(b))
 }
 
 // noticeBuf is room for every stored notice: two references, three numbers

@@ -64,7 +64,7 @@ type storing struct {
 	bytes   []byte             // byte input; nil for a stream
 	orig    any                // byte input's original value
 	pending *workspace.Pending // the body: hashed, written only if needed
-	rewind  func()             // stream input: restore the source, if possible
+	rewind  rewinder           // stream input: restores the source, if it can
 	read    int64              // stream input: bytes consumed
 	head    *previewTap        // stream input: the body's first bytes, for the preview
 }
@@ -80,25 +80,29 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
-		notice := storedNotice(st.ref, st.size, st.lines, st.kind, o.policy.toolName())
-		out := &OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
-		return o.finish(ctx, out, oc, r, st.size)
+		so := new(storedOutcome)
+		notice := storedNotice(&so.notice, st.ref, st.size, st.lines, st.kind, o.policy.toolName())
+		so.out = OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
+		return o.finish(ctx, &so.out, oc, r, st.size)
 	}
 	st.discard()
-	if st.rewind != nil {
-		st.rewind()
-	}
+	st.rewind.rewind()
 	out := kept(st.orig, st.bytes)
 	out.Consumed = st.read
 	return o.finish(ctx, out, oc, r, st.size)
 }
 
+// storedOutcome is the memory of an offloaded or existing_reference
+// outcome: the result and the bytes of its notice, in one allocation.
+type storedOutcome struct {
+	out    OffloadResult
+	notice [noticeBuf]byte
+}
+
 // abort gives up without a decision: nothing of this call became visible.
 func (st *storing) abort(err error) (*OffloadResult, error) {
 	st.discard()
-	if st.rewind != nil {
-		st.rewind()
-	}
+	st.rewind.rewind()
 	return nil, err
 }
 
@@ -147,7 +151,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 		return nil, err
 	}
 	o = o.forTool(call.Tool)
-	rewind := rewinder(r)
+	rewind := rewinderOf(r)
 	// The first threshold+1 bytes decide. Under a threshold smaller than
 	// smallStream they are read straight into the buffer a small stream is
 	// decided from; otherwise the head grows with what arrives, so a large
@@ -277,16 +281,31 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// rewinder returns a function that seeks r back to its current offset, or
-// nil when r cannot seek.
-func rewinder(r io.Reader) func() {
+// rewinder seeks a source back to the offset it was at when the decision
+// began; its zero value, for a source that cannot seek, does nothing. It
+// is a value, not a closure, so a stream decision allocates nothing for
+// it.
+type rewinder struct {
+	s  io.Seeker
+	at int64
+}
+
+// rewinderOf returns r's rewinder: the zero rewinder when r cannot seek.
+func rewinderOf(r io.Reader) rewinder {
 	s, ok := r.(io.Seeker)
 	if !ok {
-		return nil
+		return rewinder{}
 	}
 	at, err := s.Seek(0, io.SeekCurrent)
 	if err != nil {
-		return nil
+		return rewinder{}
 	}
-	return func() { _, _ = s.Seek(at, io.SeekStart) }
+	return rewinder{s: s, at: at}
+}
+
+// rewind seeks the source back, if it can.
+func (w rewinder) rewind() {
+	if w.s != nil {
+		_, _ = w.s.Seek(w.at, io.SeekStart)
+	}
 }

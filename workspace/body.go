@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
 	"io/fs"
 	"sync"
+	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -59,23 +61,29 @@ type IngestOptions struct {
 // written (Ingest), or still in memory and written only when it has to be
 // (IngestBytes). End it with Commit, Attach or Discard.
 type Pending struct {
-	s    *Store
-	w    driver.Writer // nil while the bytes are only in memory
-	b    []byte        // IngestBytes: the bytes, until written
-	mem  []byte        // IngestBytes: the bytes, kept to verify a stored body against
-	ref  artifact.Ref
-	hex  string // ref's key, once asked for (see key)
-	size int64
-	done bool
+	s      *Store
+	w      driver.Writer // nil while the bytes are only in memory
+	b      []byte        // IngestBytes: the bytes, until written
+	mem    []byte        // IngestBytes: the bytes, kept to verify a stored body against
+	ref    artifact.Ref
+	hex    [2 * sha256.Size]byte // ref's key, once asked for (see key)
+	hasHex bool
+	size   int64
+	done   bool
 }
 
-// key returns the driver key of p's body (its digest in hex), computed
-// once per Pending.
+// key returns the driver key of p's body (its digest in hex). It is
+// formatted once, into p's own memory, which never changes after: the
+// string shares it instead of allocating its own. (A driver that keeps
+// the key, as an in-memory map does, keeps this Pending reachable: a few
+// hundred bytes, whose references to the body's bytes Discard clears.)
 func (p *Pending) key() string {
-	if p.hex == "" {
-		p.hex = p.ref.Hex()
+	if !p.hasHex {
+		sum := p.ref.Sum()
+		hex.Encode(p.hex[:], sum[:])
+		p.hasHex = true
 	}
-	return p.hex
+	return unsafe.String(&p.hex[0], len(p.hex))
 }
 
 // statStored is a cheap first look at the stored body of p's digest,
@@ -354,7 +362,8 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // verifyStored checks the stored body of p's digest as VerifyBody does. When
 // p's bytes are in memory they already hash to the digest, so the stored
 // body verifies exactly when it equals them: it is compared with them
-// (one read, no hash). A streamed body is compared with the bytes written
+// (in place when the backend can, driver.Comparer; else one read, no
+// hash). A streamed body is compared with the bytes written
 // for it when the driver's writer can read them back
 // (driver.WrittenReader), and hashed again otherwise.
 func (p *Pending) verifyStored(ctx context.Context) error {
@@ -364,6 +373,14 @@ func (p *Pending) verifyStored(ctx context.Context) error {
 	}
 	s, ref := p.s, p.ref
 	if err := s.check(ctx, ref); err != nil {
+		return wrap("verify", ref, err)
+	}
+	if p.mem != nil && s.comparer != nil {
+		// The backend compares in place: no reader, no copy.
+		eq, err := s.comparer.EqualBody(ctx, p.key(), p.mem)
+		if err == nil && !eq {
+			err = ErrCorrupt
+		}
 		return wrap("verify", ref, err)
 	}
 	// The reader describes the body it was opened on: a size that differs

@@ -117,10 +117,23 @@ func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
 // TestSameSizeCorruptionIsReplaced: a stored body of the right size that
 // differs from the incoming bytes in a single bit, anywhere, is found
 // corrupt by the comparison and replaced; so is one a byte short or long.
+// Both ways of comparing are checked: reading the stored body (a backend
+// seen through the instrumented driver, which hides driver.Comparer) and
+// comparing it in place (memstore, a driver.Comparer).
 func TestSameSizeCorruptionIsReplaced(t *testing.T) {
+	t.Run("read", func(t *testing.T) {
+		s, _, m := instrumented(nil)
+		sameSizeCorruption(t, s, m)
+	})
+	t.Run("in place", func(t *testing.T) {
+		m := memstore.New()
+		sameSizeCorruption(t, workspace.New(m, m), m)
+	})
+}
+
+func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 	ctx := context.Background()
 	data := bodyOf(42, 600_000) // several chunks
-	s, _, m := instrumented(nil)
 	if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachCreated || err != nil {
 		t.Fatalf("first Attach = %v, %v", c, err)
 	}
@@ -153,6 +166,14 @@ func TestSameSizeCorruptionIsReplaced(t *testing.T) {
 		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
 			t.Errorf("%s, new owner: body after the repair: %v", name, err)
 		}
+	}
+	// A body that verifies is reused, not replaced, and never hashed.
+	before := s.VerifyHashedBytes()
+	if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachExisting || err != nil {
+		t.Errorf("intact body: Attach = %v, %v; want existing", c, err)
+	}
+	if h := s.VerifyHashedBytes() - before; h != 0 {
+		t.Errorf("intact body: the reuse hashed %d stored bytes, want 0", h)
 	}
 }
 

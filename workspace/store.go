@@ -26,6 +26,9 @@ type Store struct {
 	bodies  driver.Bodies
 	records driver.Records
 	locker  driver.Locker // the bodies driver's per-body lock; nil if it has none
+	// comparer compares a stored body with bytes in memory, for a backend
+	// that keeps its bodies there; nil otherwise.
+	comparer driver.Comparer
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -42,7 +45,8 @@ func New(bodies driver.Bodies, records driver.Records) *Store {
 		panic("workspace.New: nil driver")
 	}
 	l, _ := bodies.(driver.Locker)
-	return &Store{bodies: bodies, records: records, locker: l}
+	c, _ := bodies.(driver.Comparer)
+	return &Store{bodies: bodies, records: records, locker: l, comparer: c}
 }
 
 // Close closes the drivers that implement io.Closer, once each.

@@ -64,6 +64,17 @@ type WrittenReader interface {
 	ReadWritten() (io.Reader, error)
 }
 
+// Comparer is an optional Bodies capability of a backend that holds its
+// bodies in memory: comparing a committed body with bytes in place. The
+// Store uses it to verify a stored body against bytes it holds, which
+// already hash to the body's digest, without opening a reader or copying
+// the body.
+type Comparer interface {
+	// EqualBody reports whether the committed body of key is exactly b.
+	// An absent body is an error wrapping fs.ErrNotExist.
+	EqualBody(ctx context.Context, key string, b []byte) (bool, error)
+}
+
 // Reader reads one committed body from its start.
 type Reader interface {
 	io.Reader

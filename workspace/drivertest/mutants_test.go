@@ -71,6 +71,15 @@ type tornReader struct {
 func (t tornReader) Close() error      { return t.r.Close() }
 func (t tornReader) Info() driver.Info { return t.r.Info() }
 
+// EqualBody compares only the sizes for the equal-size-only mutant.
+func (m *mutant) EqualBody(ctx context.Context, key string, b []byte) (bool, error) {
+	if m.is("equal-size-only") {
+		info, err := m.Store.Stat(ctx, key)
+		return err == nil && info.Size == int64(len(b)), err
+	}
+	return m.Store.EqualBody(m.ctx(ctx), key, b)
+}
+
 func (m *mutant) Stat(ctx context.Context, key string) (driver.Info, error) {
 	return m.Store.Stat(m.ctx(ctx), key)
 }
@@ -193,6 +202,8 @@ func TestSuiteCatchesMutants(t *testing.T) {
 		{"ignores-cancel", "CancelledContextDriver"},
 		{"none", "CancelledContextDriver"},
 		{"delete-noop", "DeleteBody"},
+		{"equal-size-only", "EqualBody"},
+		{"none", "EqualBody"},
 		{"no-lock", "Locker"},
 		{"owner-concat", "OwnersDistinct"},
 		{"racy-create", "ConcurrentCreateRecord"},

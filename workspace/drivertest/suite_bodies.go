@@ -31,6 +31,68 @@ var bodyTests = []subtest{
 	{"ListBodies", testListBodies},
 	{"DeleteBody", testDeleteBody},
 	{"ReadWritten", testReadWritten},
+	{"EqualBody", testEqualBody},
+}
+
+// testEqualBody: a backend that compares a stored body in place
+// (driver.Comparer) reports equal exactly for the body's own bytes: a body
+// written in pieces, against itself, a copy with one byte changed at its
+// start, in its middle and at its end, and every prefix and extension of
+// it; an absent body wraps fs.ErrNotExist; a replaced body compares as the
+// bytes that replaced it.
+func testEqualBody(e *env) {
+	c, ok := e.b.(driver.Comparer)
+	if !ok {
+		e.t.Skip("the backend cannot compare in place")
+	}
+	data := content(8, 700_000)
+	w, err := e.b.NewWriter(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer w.Abort()
+	for _, part := range [][]byte{data[:1], data[1:300_000], data[300_000:]} {
+		if _, err := w.Write(part); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	key := artifact.RefOf(data).Hex()
+	if err := w.Commit(e.ctx, key, false); err != nil {
+		e.t.Fatal(err)
+	}
+	check := func(what string, b []byte, want bool) {
+		e.t.Helper()
+		if eq, err := c.EqualBody(e.ctx, key, b); eq != want || err != nil {
+			e.t.Fatalf("EqualBody(%s) = %v, %v; want %v", what, eq, err, want)
+		}
+	}
+	check("the body", bytes.Clone(data), true)
+	for _, at := range []int{0, 1, 299_999, 300_000, 500_000, len(data) - 1} {
+		b := bytes.Clone(data)
+		b[at] ^= 1
+		check(fmt.Sprintf("a byte changed at %d", at), b, false)
+	}
+	for _, n := range []int{0, 1, 300_000, len(data) - 1} {
+		check(fmt.Sprintf("its first %d bytes", n), data[:n], false)
+	}
+	check("the body and one byte more", append(bytes.Clone(data), 0), false)
+	if _, err := c.EqualBody(e.ctx, artifact.RefOf(data[:10]).Hex(), data[:10]); !errors.Is(err, fs.ErrNotExist) {
+		e.t.Fatalf("EqualBody of an absent body: %v, want fs.ErrNotExist", err)
+	}
+	other := content(9, 1000)
+	w2, err := e.b.NewWriter(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer w2.Abort()
+	if _, err := w2.Write(other); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := w2.Commit(e.ctx, key, true); err != nil {
+		e.t.Fatal(err)
+	}
+	check("the replaced bytes", data, false)
+	check("the replacing bytes", other, true)
 }
 
 // testReadWritten: a writer that can read back what it was given

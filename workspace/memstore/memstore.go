@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -36,8 +37,18 @@ type Store struct {
 type body struct {
 	data    *blocks
 	modTime time.Time
-	version string
+	version [20]byte // the commit's number in decimal, in its first vlen bytes
+	vlen    uint8
 }
+
+// setVersion numbers b with commit number v.
+func (b *body) setVersion(v uint64) {
+	b.vlen = uint8(len(strconv.AppendUint(b.version[:0], v, 10)))
+}
+
+// versionText is b's version. It shares b's digits, which never change once
+// b is committed, so that no Stat or Open allocates it.
+func (b *body) versionText() string { return unsafe.String(&b.version[0], b.vlen) }
 
 // recKey keys a record by owner and raw digest: no hex string per record
 // or per lookup.
@@ -67,9 +78,10 @@ func New() *Store {
 }
 
 var (
-	_ driver.Bodies  = (*Store)(nil)
-	_ driver.Records = (*Store)(nil)
-	_ driver.Locker  = (*Store)(nil)
+	_ driver.Bodies   = (*Store)(nil)
+	_ driver.Records  = (*Store)(nil)
+	_ driver.Locker   = (*Store)(nil)
+	_ driver.Comparer = (*Store)(nil)
 )
 
 // validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
@@ -92,6 +104,7 @@ type writer struct {
 	s    *Store
 	buf  blocks
 	done bool
+	body body // what Commit stores: the writer's own, so it costs no allocation
 }
 
 func (w *writer) Write(p []byte) (int, error) {
@@ -127,7 +140,9 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 		return errBodyExists
 	}
 	s.version++
-	s.bodies[key] = &body{data: &w.buf, modTime: s.now(), version: strconv.FormatUint(s.version, 10)}
+	w.body = body{data: &w.buf, modTime: s.now()}
+	w.body.setVersion(s.version)
+	s.bodies[key] = &w.body
 	w.done = true // the body keeps w.buf
 	return nil
 }
@@ -141,7 +156,7 @@ func (w *writer) Abort() error {
 }
 
 func (b *body) info(key string) driver.Info {
-	return driver.Info{Key: key, Size: b.data.size, ModTime: b.modTime, Version: b.version}
+	return driver.Info{Key: key, Size: b.data.size, ModTime: b.modTime, Version: b.versionText()}
 }
 
 func (s *Store) get(ctx context.Context, key string) (*body, error) {
@@ -177,6 +192,26 @@ type reader struct {
 
 func (r *reader) Info() driver.Info { return r.info }
 func (r *reader) Close() error      { return nil }
+
+// EqualBody implements driver.Comparer: it compares the body's blocks with
+// b where they are, under no lock (a committed body never changes; a
+// replace stores a new one).
+func (s *Store) EqualBody(ctx context.Context, key string, b []byte) (bool, error) {
+	bd, err := s.get(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	if bd.data.size != int64(len(b)) {
+		return false, nil
+	}
+	for _, blk := range bd.data.b {
+		if !bytes.Equal(blk, b[:len(blk)]) {
+			return false, nil
+		}
+		b = b[len(blk):]
+	}
+	return true, nil
+}
 
 // Stat implements driver.Bodies.
 func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
@@ -231,7 +266,9 @@ func (s *Store) Tamper(key string, data []byte) bool {
 	b, ok := s.bodies[key]
 	if ok {
 		s.version++
-		s.bodies[key] = &body{data: &blocks{b: [][]byte{bytes.Clone(data)}, size: int64(len(data))}, modTime: b.modTime, version: strconv.FormatUint(s.version, 10)}
+		t := &body{data: &blocks{b: [][]byte{bytes.Clone(data)}, size: int64(len(data))}, modTime: b.modTime}
+		t.setVersion(s.version)
+		s.bodies[key] = t
 	}
 	return ok
 }
