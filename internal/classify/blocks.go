@@ -1,6 +1,7 @@
 package classify
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"unicode/utf8"
 )
@@ -12,7 +13,7 @@ import (
 // number of turns depends on the data and so cannot be predicted. The
 // block path instead computes, for each 64-byte block, one bit per byte
 // for a few byte classes (quote, backslash, control byte, whitespace,
-// '{}[]:,', non-ASCII), with AVX2 (blocks_amd64.s; blockMasksGo is the
+// '{}[]:,', non-ASCII, digit), with AVX2 (blocks_amd64.s; blockMasksGo is the
 // portable definition the tests hold it to, and a machine without AVX2
 // goes without the block path). Bit
 // arithmetic then gives, for the whole block at once, which bytes are
@@ -35,6 +36,7 @@ const (
 	mSpace         // JSON whitespace
 	mOp            // '{', '}', '[', ']', ':', ','
 	mHigh          // >= 0x80 (not ASCII)
+	mDigit         // '0'-'9'
 	maskCount
 )
 
@@ -68,6 +70,9 @@ func blockMasksGo(p []byte, blocks int, out []uint64) {
 			}
 			if class[c]&cSpace != 0 {
 				m[mSpace] |= bit
+			}
+			if class[c]&cDigit != 0 {
+				m[mDigit] |= bit
 			}
 		}
 	}
@@ -108,10 +113,10 @@ type blockState struct {
 	scalar uint64 // 1: the previous block ended with a number or literal byte
 }
 
-// events returns the token starts of the block with masks m, and the
-// anomalies: control bytes inside strings and escaped bytes (which the
-// caller checks).
-func (b *blockState) events(m []uint64) (events, escapes, ctrl uint64) {
+// events returns the token starts of the block with masks m, the
+// anomalies (control bytes inside strings) and escaped bytes (which the
+// caller checks), and the bytes of numbers and literals (scalar).
+func (b *blockState) events(m []uint64) (events, escapes, ctrl, scalar uint64) {
 	m = m[:maskCount]
 	esc := escaped(m[mBslash], &b.esc)
 	quote := m[mQuote] &^ esc
@@ -119,10 +124,10 @@ func (b *blockState) events(m []uint64) (events, escapes, ctrl uint64) {
 	b.inStr = uint64(int64(in) >> 63)
 	// Bytes outside strings that are not whitespace, punctuation or quotes
 	// belong to numbers and literals (or are errors).
-	scalar := ^(m[mSpace] | m[mOp] | m[mQuote] | in)
+	scalar = ^(m[mSpace] | m[mOp] | m[mQuote] | in)
 	starts := scalar &^ (scalar<<1 | b.scalar)
 	b.scalar = scalar >> 63
-	return quote&in | m[mOp]&^in | starts, esc, m[mCtrl] & in
+	return quote&in | m[mOp]&^in | starts, esc, m[mCtrl] & in, scalar
 }
 
 // blocks scans whole 64-byte blocks of p from i, starting in one of the
@@ -130,133 +135,341 @@ func (b *blockState) events(m []uint64) (events, escapes, ctrl uint64) {
 // the last token it took or the token holding an anomaly. It never returns
 // stErr. It records in s.utf8 the range of p from i whose UTF-8 it
 // checked on the way.
+//
+// As in fast, the grammar's states are code positions (labels), here with
+// the kind of the innermost container folded in where it decides what
+// comes next: a value in an object is followed by ',' and a key or by
+// '}', one in an array by ',' and a value or by ']'. Each state takes the
+// next event of the block; when the block has none left, it leaves its
+// state in st and goes to refill, which loads the next block and comes
+// back to it.
 func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
 	var (
 		masks [batchBlocks * maskCount]uint64
 		bs    blockState
-		obj   bool
+		n, k  int      // blocks in the batch, the next one to take
+		base  = i - 64 // the block is p[base : base+64]
+		ev    uint64   // the block's events not yet taken
+		sc    uint64   // the block's bytes of numbers and literals
+		dig   uint64   // the block's digits
+		bad   uint64   // the block's anomalies
+		pos   = -1     // the last event taken
+		obj   bool     // the innermost open container is an object
+		u     = utf8Run{from: i, to: i}
 	)
+	if depth == 0 && st != stValue {
+		return st, i, depth
+	}
 	if depth > 0 {
 		d := depth - 1
 		obj = s.stack[d>>6]>>(d&63)&1 != 0
 	}
-	// The state before the last event taken, where the scan resumes.
-	lastSt, lastPos, lastDepth := st, i, depth
 	// UTF-8: p[i:u.to] is known valid (or u.bad: not), checked run by run
 	// of non-ASCII bytes, each bounded by ASCII bytes.
-	u := utf8Run{from: i, to: i}
 	defer func() {
 		if u.to-u.from > s.utf8.to-s.utf8.from || u.bad {
 			s.utf8 = u
 		}
 	}()
-	for base := i; len(p)-base >= 64; {
-		n := min((len(p)-base)>>6, batchBlocks)
+	goto refill
+
+valueTop: // depth 0: the document's first token
+	if ev == 0 {
+		st = stValue
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch s.top = p[pos]; s.top {
+	case '{':
+		goto pushObj
+	case '[':
+		goto pushArr
+	}
+	return stValue, pos, depth
+
+valueObj: // after ':'
+	if ev == 0 {
+		st = stValue
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch p[pos] {
+	case '"':
+		goto endObj
+	case '{':
+		goto pushObj
+	case '[':
+		goto pushArr
+	}
+	goto scalar
+
+arrFirst: // after '['
+	if ev == 0 {
+		st = stArrFirst
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch p[pos] {
+	case '"':
+		goto endArr
+	case '{':
+		goto pushObj
+	case '[':
+		goto pushArr
+	case ']':
+		goto pop
+	}
+	goto scalar
+
+valueArr: // after ',' in an array
+	if ev == 0 {
+		st = stValue
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch p[pos] {
+	case '"':
+		goto endArr
+	case '{':
+		goto pushObj
+	case '[':
+		goto pushArr
+	}
+	goto scalar
+
+objFirst: // after '{'
+	if ev == 0 {
+		st = stObjFirst
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch p[pos] {
+	case '"':
+		goto colon
+	case '}':
+		goto pop
+	}
+	return stObjFirst, pos, depth
+
+key: // after ',' in an object
+	if ev == 0 {
+		st = stKey
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	if p[pos] == '"' {
+		goto colon
+	}
+	return stKey, pos, depth
+
+colon: // after a key
+	if ev == 0 {
+		st = stColon
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	if p[pos] == ':' {
+		goto valueObj
+	}
+	return stColon, pos, depth
+
+endObj: // after a value in an object
+	if ev == 0 {
+		st = stEnd
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch p[pos] {
+	case ',':
+		goto key
+	case '}':
+		goto pop
+	}
+	return stEnd, pos, depth
+
+endArr: // after a value in an array
+	if ev == 0 {
+		st = stEnd
+		goto refill
+	}
+	pos = base + bits.TrailingZeros64(ev)
+	ev &= ev - 1
+	switch p[pos] {
+	case ',':
+		goto valueArr
+	case ']':
+		goto pop
+	}
+	return stEnd, pos, depth
+
+pushObj:
+	if depth == maxDepth {
+		return stValue, pos, depth
+	}
+	s.stack[depth>>6] |= 1 << (depth & 63)
+	depth++
+	obj = true
+	goto objFirst
+
+pushArr:
+	if depth == maxDepth {
+		return stValue, pos, depth
+	}
+	s.stack[depth>>6] &^= 1 << (depth & 63)
+	depth++
+	obj = false
+	goto arrFirst
+
+pop:
+	if depth--; depth == 0 {
+		// The document is closed: what follows is the byte-wise
+		// machine's (whitespace, or an error).
+		return stEnd, pos + 1, depth
+	}
+	if obj = s.stack[(depth-1)>>6]>>((depth-1)&63)&1 != 0; obj {
+		goto endObj
+	}
+	goto endArr
+
+scalar: // a number or literal (or an error) at pos, in a value state
+	if !scalarRun(p, pos, sc>>(pos-base), dig>>(pos-base), pos-base) {
+		return stValue, pos, depth
+	}
+	if obj {
+		goto endObj
+	}
+	goto endArr
+
+refill: // the block has no events left: load the next one
+	if bad != 0 {
+		goto stop
+	}
+	if base += 64; len(p)-base < 64 {
+		goto stop
+	}
+	if k == n {
+		n, k = min((len(p)-base)>>6, batchBlocks), 0
 		blockMasks(p[base:], n, masks[:])
-		for k := range n {
-			switch high := masks[k*maskCount+mHigh]; {
-			case u.to < base || u.bad:
-				// Checking stopped: a bad run, or one cut by the end of p.
-			case high == 0:
-				u.to = max(u.to, base+64)
-			default:
-				u.check(p, base, high)
+	}
+	{
+		m := masks[k*maskCount : (k+1)*maskCount]
+		k++
+		switch high := m[mHigh]; {
+		case u.to < base || u.bad:
+			// Checking stopped: a bad run, or one cut by the end of p.
+		case high == 0:
+			u.to = max(u.to, base+64)
+		default:
+			u.check(p, base, high)
+		}
+		var esc uint64
+		ev, esc, bad, sc = bs.events(m)
+		dig = m[mDigit]
+		for ; esc != 0; esc &= esc - 1 {
+			if j := base + bits.TrailingZeros64(esc); escape(p, j-1) < 0 {
+				bad |= esc & -esc
+				break
 			}
-			ev, esc, bad := bs.events(masks[k*maskCount:])
-			for ; esc != 0; esc &= esc - 1 {
-				j := base + bits.TrailingZeros64(esc)
-				if escape(p, j-1) < 0 {
-					bad |= esc & -esc
-					break
-				}
-			}
-			if bad != 0 {
-				// Only the events before the first anomaly count; the
-				// anomaly lies in the string opened by the last of them
-				// (a backslash outside a string stops the walk earlier,
-				// at the number or literal it is part of).
-				ev &= bad&-bad - 1
-			}
-			for ; ev != 0; ev &= ev - 1 {
-				pos := base + bits.TrailingZeros64(ev)
-				c := p[pos]
-				lastSt, lastPos, lastDepth = st, pos, depth
-				switch st {
-				case stValue, stArrFirst:
-					if depth == 0 {
-						s.top = c
-					}
-					switch c {
-					case '"':
-						st = stEnd
-						continue
-					case '{', '[':
-						if depth == maxDepth {
-							return st, pos, depth
-						}
-						w, bit := depth>>6, uint64(1)<<(depth&63)
-						depth++
-						if c == '{' {
-							s.stack[w] |= bit
-							obj, st = true, stObjFirst
-						} else {
-							s.stack[w] &^= bit
-							obj, st = false, stArrFirst
-						}
-						continue
-					case ']':
-						if st == stArrFirst {
-							goto pop
-						}
-						return st, pos, depth
-					}
-					if !scalarAt(p, pos) {
-						return st, pos, depth
-					}
-					st = stEnd
-				case stObjFirst, stKey:
-					switch {
-					case c == '"':
-						st = stColon
-					case c == '}' && st == stObjFirst:
-						goto pop
-					default:
-						return st, pos, depth
-					}
-				case stColon:
-					if c != ':' {
-						return st, pos, depth
-					}
-					st = stValue
-				case stEnd:
-					switch {
-					case depth == 0:
-						return st, pos, depth
-					case c == ',' && obj:
-						st = stKey
-					case c == ',':
-						st = stValue
-					case c == '}' && obj, c == ']' && !obj:
-						goto pop
-					default:
-						return st, pos, depth
-					}
-				}
-				continue
-			pop:
-				if depth--; depth > 0 {
-					d := depth - 1
-					obj = s.stack[d>>6]>>(d&63)&1 != 0
-				}
-				st = stEnd
-			}
-			if bad != 0 {
-				return lastSt, lastPos, lastDepth
-			}
-			base += 64
+		}
+		if bad != 0 {
+			// Only the events before the first anomaly count; the
+			// anomaly lies in the string opened by the last of them
+			// (a backslash outside a string stops the walk earlier,
+			// at the number or literal it is part of).
+			ev &= bad&-bad - 1
 		}
 	}
-	return lastSt, lastPos, lastDepth
+	switch st {
+	case stValue:
+		switch {
+		case depth == 0:
+			goto valueTop
+		case obj:
+			goto valueObj
+		}
+		goto valueArr
+	case stArrFirst:
+		goto arrFirst
+	case stObjFirst:
+		goto objFirst
+	case stKey:
+		goto key
+	case stColon:
+		goto colon
+	}
+	if obj {
+		goto endObj
+	}
+	goto endArr
+
+stop: // at an anomaly or the end of the blocks: back before the last event
+	if pos < 0 {
+		return st, i, depth
+	}
+	switch p[pos] {
+	case '{', '[':
+		return stValue, pos, depth - 1
+	case '}', ']':
+		return stEnd, pos, depth + 1
+	case ',':
+		return stEnd, pos, depth
+	case ':':
+		return stColon, pos, depth
+	case '"':
+		if st == stColon {
+			return stKey, pos, depth
+		}
+	}
+	return stValue, pos, depth
+}
+
+// scalarRun reports whether a valid number or literal starts at p[pos],
+// followed by a byte that ends it. sc and dig are the block's masks of
+// number or literal bytes and of digits, shifted so that bit 0 is pos,
+// which is at offset j of its block. The common shapes (an integer, a
+// decimal fraction, true, false, null) lying inside the block are told
+// from the masks; the rest goes to scalarAt.
+func scalarRun(p []byte, pos int, sc, dig uint64, j int) bool {
+	n := bits.TrailingZeros64(^sc) // the length of the run at pos
+	if n == 0 || j+n >= 64 {
+		// Not a number or literal byte, or the run may go on in the next
+		// block.
+		return scalarAt(p, pos)
+	}
+	// The byte after the run is whitespace, punctuation or a quote.
+	nd := (uint64(1)<<n - 1) &^ dig // the bytes of the run that are not digits
+	sign := 0
+	if p[pos] == '-' {
+		sign = 1
+	}
+	nd &^= uint64(sign)
+	lead := p[pos+sign] // the first digit, when the run is a number
+	switch {
+	case nd == 0: // an integer
+		return n > sign && (lead != '0' || n == sign+1)
+	case nd&(nd-1) == 0 && p[pos+bits.TrailingZeros64(nd)] == '.':
+		// Digits, '.', digits.
+		d := bits.TrailingZeros64(nd)
+		return d > sign && d < n-1 && (lead != '0' || d == sign+1)
+	case n == 4:
+		if w := binary.LittleEndian.Uint32(p[pos:]); w == 't'|'r'<<8|'u'<<16|'e'<<24 || w == 'n'|'u'<<8|'l'<<16|'l'<<24 {
+			return true
+		}
+	case n == 5:
+		if binary.LittleEndian.Uint32(p[pos:]) == 'f'|'a'<<8|'l'<<16|'s'<<24 && p[pos+4] == 'e' {
+			return true
+		}
+	}
+	// Exponents, and errors.
+	return scalarAt(p, pos)
 }
 
 // scalarAt reports whether a number or literal starts at p[i] and is

@@ -19,7 +19,9 @@ DATA bytes<>+32(SB)/8, $0x7B // '{'
 DATA bytes<>+40(SB)/8, $0x7D // '}'
 DATA bytes<>+48(SB)/8, $0x3A // ':'
 DATA bytes<>+56(SB)/8, $0x2C // ','
-GLOBL bytes<>(SB), RODATA|NOPTR, $64
+DATA bytes<>+64(SB)/8, $0x30 // '0'
+DATA bytes<>+72(SB)/8, $0x09 // '9' - '0'
+GLOBL bytes<>(SB), RODATA|NOPTR, $80
 
 // MASKS leaves in R1..R5 the 32-bit masks of the 32 bytes in D: quote,
 // backslash, control byte, whitespace, punctuation ('{}[]:,'; '[' and ']'
@@ -32,6 +34,11 @@ GLOBL bytes<>(SB), RODATA|NOPTR, $64
 	VPOR D, Y4, Y7; VPCMPEQB Y7, Y11, Y8; VPCMPEQB Y7, Y12, Y7; VPOR Y8, Y7, Y7; \
 	VPCMPEQB D, Y13, Y8; VPOR Y8, Y7, Y7; VPCMPEQB D, Y14, Y8; VPOR Y8, Y7, Y7; \
 	VPMOVMSKB Y7, R5
+
+// DIGITS leaves in R the 32-bit mask of the digits '0'-'9' among the 32
+// bytes in D: those that, less '0', are at most 9 as unsigned bytes.
+#define DIGITS(D, R) \
+	VPSUBB Y9, D, Y7; VPMINUB Y10, Y7, Y8; VPCMPEQB Y7, Y8, Y8; VPMOVMSKB Y8, R
 
 #define JOIN(lo, hi, off) SHLQ $32, hi; ORQ hi, lo; MOVQ lo, off(DI)
 
@@ -51,6 +58,8 @@ TEXT ·blockMasksAVX2(SB), NOSPLIT, $0-24
 	VPBROADCASTB bytes<>+40(SB), Y12
 	VPBROADCASTB bytes<>+48(SB), Y13
 	VPBROADCASTB bytes<>+56(SB), Y14
+	VPBROADCASTB bytes<>+64(SB), Y9
+	VPBROADCASTB bytes<>+72(SB), Y10
 	VMOVDQU wsTable<>(SB), Y5
 
 loop:
@@ -66,8 +75,11 @@ loop:
 	VPMOVMSKB Y0, AX // bytes >= 0x80
 	VPMOVMSKB Y6, BX
 	JOIN(AX, BX, 40)
+	DIGITS(Y0, AX)
+	DIGITS(Y6, BX)
+	JOIN(AX, BX, 48)
 	ADDQ $64, SI
-	ADDQ $48, DI
+	ADDQ $56, DI
 	DECQ CX
 	JNZ  loop
 	VZEROUPPER
