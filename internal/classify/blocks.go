@@ -40,7 +40,18 @@ const (
 	maskCount
 )
 
-// batchBlocks is the number of blocks whose masks are computed at once.
+// The words blockEvents writes for each block, in this order.
+const (
+	eEvents  = iota // token starts (events)
+	eEscaped        // bytes that follow an escaping backslash
+	eCtrl           // control bytes inside strings (anomalies)
+	eScalar         // bytes of numbers and literals (or errors)
+	eDigit          // '0'-'9'
+	eHigh           // >= 0x80 (not ASCII)
+	eventWords
+)
+
+// batchBlocks is the number of blocks whose events are computed at once.
 const batchBlocks = 16
 
 // minBlocks is the shortest input, in bytes, worth the block path.
@@ -75,6 +86,19 @@ func blockMasksGo(p []byte, blocks int, out []uint64) {
 				m[mDigit] |= bit
 			}
 		}
+	}
+}
+
+// blockEventsGo is the portable blockEvents: for each of the blocks
+// 64-byte blocks of p, it writes eventWords words to out, carrying bs
+// from block to block.
+func blockEventsGo(p []byte, blocks int, out []uint64, bs *blockState) {
+	var m [maskCount]uint64
+	for k := range blocks {
+		blockMasksGo(p[k<<6:], 1, m[:])
+		o := out[k*eventWords : (k+1)*eventWords]
+		o[eEvents], o[eEscaped], o[eCtrl], o[eScalar] = bs.events(m[:])
+		o[eDigit], o[eHigh] = m[mDigit], m[mHigh]
 	}
 }
 
@@ -145,17 +169,12 @@ func (b *blockState) events(m []uint64) (events, escapes, ctrl, scalar uint64) {
 // back to it.
 func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
 	var (
-		masks [batchBlocks * maskCount]uint64
-		bs    blockState
-		n, k  int      // blocks in the batch, the next one to take
-		base  = i - 64 // the block is p[base : base+64]
-		ev    uint64   // the block's events not yet taken
-		sc    uint64   // the block's bytes of numbers and literals
-		dig   uint64   // the block's digits
-		bad   uint64   // the block's anomalies
-		pos   = -1     // the last event taken
-		obj   bool     // the innermost open container is an object
-		u     = utf8Run{from: i, to: i}
+		cur  = blockCursor{base: i - 64, u: utf8Run{from: i, to: i}}
+		base = cur.base // the block is p[base : base+64]
+		ev   uint64     // the block's events not yet taken
+		pos  = -1       // the last event taken
+		obj  bool       // the innermost open container is an object
+		ok   bool
 	)
 	if depth == 0 && st != stValue {
 		return st, i, depth
@@ -164,10 +183,8 @@ func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, in
 		d := depth - 1
 		obj = s.stack[d>>6]>>(d&63)&1 != 0
 	}
-	// UTF-8: p[i:u.to] is known valid (or u.bad: not), checked run by run
-	// of non-ASCII bytes, each bounded by ASCII bytes.
 	defer func() {
-		if u.to-u.from > s.utf8.to-s.utf8.from || u.bad {
+		if u := cur.u; u.to-u.from > s.utf8.to-s.utf8.from || u.bad {
 			s.utf8 = u
 		}
 	}()
@@ -340,7 +357,7 @@ pop:
 	goto endArr
 
 scalar: // a number or literal (or an error) at pos, in a value state
-	if !scalarRun(p, pos, sc>>(pos-base), dig>>(pos-base), pos-base) {
+	if !scalarRun(p, pos, cur.sc>>(pos-base), cur.dig>>(pos-base), pos-base) {
 		return stValue, pos, depth
 	}
 	if obj {
@@ -348,45 +365,11 @@ scalar: // a number or literal (or an error) at pos, in a value state
 	}
 	goto endArr
 
-refill: // the block has no events left: load the next one
-	if bad != 0 {
+refill: // the block has no events left: on to the next one
+	if ev, ok = cur.next(p); !ok {
 		goto stop
 	}
-	if base += 64; len(p)-base < 64 {
-		goto stop
-	}
-	if k == n {
-		n, k = min((len(p)-base)>>6, batchBlocks), 0
-		blockMasks(p[base:], n, masks[:])
-	}
-	{
-		m := masks[k*maskCount : (k+1)*maskCount]
-		k++
-		switch high := m[mHigh]; {
-		case u.to < base || u.bad:
-			// Checking stopped: a bad run, or one cut by the end of p.
-		case high == 0:
-			u.to = max(u.to, base+64)
-		default:
-			u.check(p, base, high)
-		}
-		var esc uint64
-		ev, esc, bad, sc = bs.events(m)
-		dig = m[mDigit]
-		for ; esc != 0; esc &= esc - 1 {
-			if j := base + bits.TrailingZeros64(esc); escape(p, j-1) < 0 {
-				bad |= esc & -esc
-				break
-			}
-		}
-		if bad != 0 {
-			// Only the events before the first anomaly count; the
-			// anomaly lies in the string opened by the last of them
-			// (a backslash outside a string stops the walk earlier,
-			// at the number or literal it is part of).
-			ev &= bad&-bad - 1
-		}
-	}
+	base = cur.base
 	switch st {
 	case stValue:
 		switch {
@@ -429,6 +412,65 @@ stop: // at an anomaly or the end of the blocks: back before the last event
 		}
 	}
 	return stValue, pos, depth
+}
+
+// blockCursor steps through the whole blocks of p, computing their masks
+// a batch at a time.
+type blockCursor struct {
+	words [batchBlocks * eventWords]uint64
+	bs    blockState
+	n, k  int     // blocks in the batch, the next one to take
+	base  int     // the current block is p[base : base+64]
+	sc    uint64  // its bytes of numbers and literals
+	dig   uint64  // its digits
+	bad   uint64  // its anomalies
+	u     utf8Run // UTF-8 checked so far, run by run of non-ASCII bytes
+}
+
+// next moves to the next block and returns its events before its first
+// anomaly. It reports false at the end of the whole blocks of p, and
+// after a block with an anomaly, where the walk must stop.
+func (c *blockCursor) next(p []byte) (ev uint64, ok bool) {
+	if c.bad != 0 {
+		return 0, false
+	}
+	base := c.base + 64
+	if len(p)-base < 64 {
+		return 0, false
+	}
+	c.base = base
+	if c.k == c.n {
+		c.n, c.k = min((len(p)-base)>>6, batchBlocks), 0
+		blockEvents(p[base:], c.n, c.words[:], &c.bs)
+	}
+	w := c.words[c.k*eventWords : (c.k+1)*eventWords]
+	c.k++
+	// UTF-8: p[u.from:u.to] is known valid (or u.bad: not), checked run
+	// by run of non-ASCII bytes, each bounded by ASCII bytes.
+	switch high := w[eHigh]; {
+	case c.u.to < base || c.u.bad:
+		// Checking stopped: a bad run, or one cut by the end of p.
+	case high == 0:
+		c.u.to = max(c.u.to, base+64)
+	default:
+		c.u.check(p, base, high)
+	}
+	ev, bad := w[eEvents], w[eCtrl]
+	c.sc, c.dig = w[eScalar], w[eDigit]
+	for esc := w[eEscaped]; esc != 0; esc &= esc - 1 {
+		if j := base + bits.TrailingZeros64(esc); escape(p, j-1) < 0 {
+			bad |= esc & -esc
+			break
+		}
+	}
+	if c.bad = bad; bad != 0 {
+		// Only the events before the first anomaly count; the anomaly
+		// lies in the string opened by the last of them (a backslash
+		// outside a string stops the walk earlier, at the number or
+		// literal it is part of).
+		ev &= bad&-bad - 1
+	}
+	return ev, true
 }
 
 // scalarRun reports whether a valid number or literal starts at p[pos],

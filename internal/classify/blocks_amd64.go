@@ -2,17 +2,18 @@ package classify
 
 import "golang.org/x/sys/cpu"
 
-// hasBlocks reports whether blockMasks runs on this machine (AVX2). Tests
-// turn it off to check the scanner without it.
-var hasBlocks = cpu.X86.HasAVX2
+// hasBlocks reports whether blockEvents runs on this machine (AVX2 and
+// carry-less multiplication). Tests turn it off to check the scanner
+// without it.
+var hasBlocks = cpu.X86.HasAVX2 && cpu.X86.HasPCLMULQDQ
 
-// blockMasksAVX2 is blockMasks for p[:blocks*64].
+// blockEventsAVX2 is blockEvents for p[:blocks*64].
 //
 //go:noescape
-func blockMasksAVX2(p *byte, blocks int, out *uint64)
+func blockEventsAVX2(p *byte, blocks int, out *uint64, bs *blockState)
 
-func blockMasks(p []byte, blocks int, out []uint64) {
+func blockEvents(p []byte, blocks int, out []uint64, bs *blockState) {
 	_ = p[blocks<<6-1]
-	_ = out[blocks*maskCount-1]
-	blockMasksAVX2(&p[0], blocks, &out[0])
+	_ = out[blocks*eventWords-1]
+	blockEventsAVX2(&p[0], blocks, &out[0], bs)
 }

@@ -2,8 +2,10 @@
 
 package classify
 
-// hasBlocks is false: only amd64 has a vector blockMasks; elsewhere the
+// hasBlocks is false: only amd64 has a vector blockEvents; elsewhere the
 // scanner reads whole tokens 8 bytes at a time (fast).
 var hasBlocks = false
 
-func blockMasks(p []byte, blocks int, out []uint64) { blockMasksGo(p, blocks, out) }
+func blockEvents(p []byte, blocks int, out []uint64, bs *blockState) {
+	blockEventsGo(p, blocks, out, bs)
+}

@@ -3,6 +3,7 @@ package classify
 import (
 	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,44 +17,57 @@ func withBlocks(on bool, f func()) {
 	f()
 }
 
-// TestBlockMasks compares blockMasks with blockMasksGo on random bytes
-// drawn mostly from the classes the masks tell apart.
-func TestBlockMasks(t *testing.T) {
+// TestBlockEvents compares blockEvents with blockEventsGo on random bytes
+// drawn mostly from the classes the masks tell apart, batch after batch
+// with the state they carry, and on every byte value at every position
+// of a block.
+func TestBlockEvents(t *testing.T) {
 	if !hasBlocks {
-		t.Skip("no vector blockMasks on this machine")
+		t.Skip("no vector blockEvents on this machine")
 	}
-	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab")
+	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab0123456789/:")
+	check := func(what string, p []byte, n int, got, want *blockState) {
+		t.Helper()
+		g := make([]uint64, n*eventWords)
+		w := make([]uint64, n*eventWords)
+		blockEvents(p, n, g, got)
+		blockEventsGo(p, n, w, want)
+		for k := range g {
+			if g[k] != w[k] {
+				t.Fatalf("%s: block %d word %d: %064b, want %064b", what, k/eventWords, k%eventWords, g[k], w[k])
+			}
+		}
+		if *got != *want {
+			t.Fatalf("%s: state %+v, want %+v", what, *got, *want)
+		}
+	}
 	r := rand.New(rand.NewPCG(7, 7))
 	for range 200 {
-		n := 1 + r.IntN(batchBlocks)
-		p := make([]byte, n<<6)
-		for i := range p {
-			if r.IntN(4) == 0 {
-				p[i] = byte(r.Uint32())
-			} else {
-				p[i] = alphabet[r.IntN(len(alphabet))]
+		var got, want blockState
+		for batch := range 3 {
+			n := 1 + r.IntN(batchBlocks)
+			p := make([]byte, n<<6)
+			// Mostly backslashes and quotes in some batches: long runs of
+			// each cross blocks.
+			dense := r.IntN(3) == 0
+			for i := range p {
+				switch {
+				case dense && r.IntN(2) == 0:
+					p[i] = `\"`[r.IntN(2)]
+				case r.IntN(4) == 0:
+					p[i] = byte(r.Uint32())
+				default:
+					p[i] = alphabet[r.IntN(len(alphabet))]
+				}
 			}
-		}
-		got := make([]uint64, n*maskCount)
-		want := make([]uint64, n*maskCount)
-		blockMasks(p, n, got)
-		blockMasksGo(p, n, want)
-		for k := range got {
-			if got[k] != want[k] {
-				t.Fatalf("block %d mask %d: %064b, want %064b", k/maskCount, k%maskCount, got[k], want[k])
-			}
+			check("batch "+string(rune('0'+batch)), p, n, &got, &want)
 		}
 	}
-	// Every byte value at every position of a block.
 	for v := range 256 {
 		p := bytes.Repeat([]byte{byte(v)}, 64)
-		got, want := make([]uint64, maskCount), make([]uint64, maskCount)
-		blockMasks(p, 1, got)
-		blockMasksGo(p, 1, want)
-		for k := range got {
-			if got[k] != want[k] {
-				t.Fatalf("byte %#x mask %d: %064b, want %064b", v, k, got[k], want[k])
-			}
+		for _, start := range []blockState{{}, {esc: 1}, {inStr: ^uint64(0)}, {scalar: 1}} {
+			got, want := start, start
+			check("byte "+strconv.Itoa(v), p, 1, &got, &want)
 		}
 	}
 }
