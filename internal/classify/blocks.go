@@ -357,9 +357,35 @@ pop:
 	goto endArr
 
 scalar: // a number or literal (or an error) at pos, in a value state
-	if !scalarRun(p, pos, cur.sc>>(pos-base), cur.dig>>(pos-base), pos-base) {
-		return stValue, pos, depth
+	// The common shapes are told from the masks here, without a call
+	// (which would spill the walk's registers); the rest goes to
+	// scalarRun.
+	{
+		j := uint(pos-base) & 63
+		r := cur.sc >> j
+		m := (r+1)&^r - 1 // the run of number and literal bytes at pos
+		switch {
+		case m == 0 || (m+1)<<j == 0:
+			// No run, or one that may go on in the next block.
+		case cur.dig>>j&m == m: // an integer
+			if p[pos] != '0' || m == 1 {
+				goto valueEnd
+			}
+			return stValue, pos, depth
+		case m == 0xF:
+			if w := binary.LittleEndian.Uint32(p[pos:]); w == litTrue || w == litNull {
+				goto valueEnd
+			}
+		case m == 0x1F:
+			if binary.LittleEndian.Uint32(p[pos:]) == litFals && p[pos+4] == 'e' {
+				goto valueEnd
+			}
+		}
+		if !scalarRun(p, pos, r, cur.dig>>j, int(j)) {
+			return stValue, pos, depth
+		}
 	}
+valueEnd:
 	if obj {
 		goto endObj
 	}
@@ -473,6 +499,13 @@ func (c *blockCursor) next(p []byte) (ev uint64, ok bool) {
 	return ev, true
 }
 
+// The literals' first four bytes, as little-endian words.
+const (
+	litTrue = 't' | 'r'<<8 | 'u'<<16 | 'e'<<24
+	litNull = 'n' | 'u'<<8 | 'l'<<16 | 'l'<<24
+	litFals = 'f' | 'a'<<8 | 'l'<<16 | 's'<<24
+)
+
 // scalarRun reports whether a valid number or literal starts at p[pos],
 // followed by a byte that ends it. sc and dig are the block's masks of
 // number or literal bytes and of digits, shifted so that bit 0 is pos,
@@ -502,11 +535,11 @@ func scalarRun(p []byte, pos int, sc, dig uint64, j int) bool {
 		d := bits.TrailingZeros64(nd)
 		return d > sign && d < n-1 && (lead != '0' || d == sign+1)
 	case n == 4:
-		if w := binary.LittleEndian.Uint32(p[pos:]); w == 't'|'r'<<8|'u'<<16|'e'<<24 || w == 'n'|'u'<<8|'l'<<16|'l'<<24 {
+		if w := binary.LittleEndian.Uint32(p[pos:]); w == litTrue || w == litNull {
 			return true
 		}
 	case n == 5:
-		if binary.LittleEndian.Uint32(p[pos:]) == 'f'|'a'<<8|'l'<<16|'s'<<24 && p[pos+4] == 'e' {
+		if binary.LittleEndian.Uint32(p[pos:]) == litFals && p[pos+4] == 'e' {
 			return true
 		}
 	}
