@@ -484,7 +484,9 @@ func (c *blockCursor) next(p []byte) (ev uint64, ok bool) {
 	ev, bad := w[eEvents], w[eCtrl]
 	c.sc, c.dig = w[eScalar], w[eDigit]
 	for esc := w[eEscaped]; esc != 0; esc &= esc - 1 {
-		if j := base + bits.TrailingZeros64(esc); escape(p, j-1) < 0 {
+		// A byte that may follow a backslash, and four hex digits after
+		// a 'u'.
+		if j := base + bits.TrailingZeros64(esc); class[p[j]]&cEsc == 0 || p[j] == 'u' && escape(p, j-1) < 0 {
 			bad |= esc & -esc
 			break
 		}
@@ -598,14 +600,18 @@ func (u *utf8Run) check(p []byte, base int, high uint64) {
 		high &= ^uint64(0) << (u.to - base)
 	}
 	for high != 0 {
-		s := base + bits.TrailingZeros64(high)
-		e := s + 1
-		for e < len(p) && p[e] >= 0x80 {
-			e++
-		}
-		if e == len(p) {
-			u.to = s
-			return
+		k := bits.TrailingZeros64(high)
+		n := bits.TrailingZeros64(^(high >> k)) // the run's length in the block
+		s, e := base+k, base+k+n
+		if k+n == 64 {
+			// The run reaches the end of the block: it may go on.
+			for e < len(p) && p[e] >= 0x80 {
+				e++
+			}
+			if e == len(p) {
+				u.to = s
+				return
+			}
 		}
 		r := p[s:e]
 		if !(len(r) == 2 && r[0]-0xC2 < 0xDF-0xC2+1 && r[1]&0xC0 == 0x80) && !utf8.Valid(r) {

@@ -194,3 +194,14 @@ func TestBlockLongTokens(t *testing.T) {
 		checkBlockVerdict(t, i, 0, b)
 	}
 }
+
+// TestEscClass holds the class of bytes that may follow a backslash (which
+// the block walk tests) to escape, the byte-wise definition.
+func TestEscClass(t *testing.T) {
+	for c := range 256 {
+		want := escape([]byte{'\\', byte(c), '0', '0', '0', '0'}, 0) >= 0
+		if got := class[c]&cEsc != 0; got != want {
+			t.Errorf("byte %#x: cEsc %v, want %v", c, got, want)
+		}
+	}
+}
