@@ -6,6 +6,9 @@ package classify
 // scanner reads whole tokens 8 bytes at a time (fast).
 var hasBlocks = false
 
+// hasAVX512 is false: there is no AVX-512 here.
+var hasAVX512 = false
+
 func blockEvents(p []byte, blocks int, out []uint64, bs *blockState) {
 	blockEventsGo(p, blocks, out, bs)
 }

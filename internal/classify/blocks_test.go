@@ -25,6 +25,27 @@ func TestBlockEvents(t *testing.T) {
 	if !hasBlocks {
 		t.Skip("no vector blockEvents on this machine")
 	}
+	for _, avx512 := range []bool{true, false} {
+		if avx512 && !hasAVX512 {
+			t.Log("no AVX-512 on this machine")
+			continue
+		}
+		t.Run(map[bool]string{true: "AVX-512", false: "AVX2"}[avx512], func(t *testing.T) {
+			withAVX512(avx512, func() { testBlockEvents(t) })
+		})
+	}
+}
+
+// withAVX512 sets hasAVX512 for the duration of f (false: the AVX2
+// blockEvents).
+func withAVX512(on bool, f func()) {
+	old := hasAVX512
+	hasAVX512 = on && old
+	defer func() { hasAVX512 = old }()
+	f()
+}
+
+func testBlockEvents(t *testing.T) {
 	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab0123456789/:")
 	check := func(what string, p []byte, n int, got, want *blockState) {
 		t.Helper()
