@@ -54,6 +54,9 @@ const (
 // batchBlocks is the number of blocks whose events are computed at once.
 const batchBlocks = 16
 
+// eventBatch holds the words of a batch of blocks.
+type eventBatch [batchBlocks][eventWords]uint64
+
 // minBlocks is the shortest input, in bytes, worth the block path.
 const minBlocks = 4 * 64
 
@@ -90,13 +93,13 @@ func blockMasksGo(p []byte, blocks int, out []uint64) {
 }
 
 // blockEventsGo is the portable blockEvents: for each of the blocks
-// 64-byte blocks of p, it writes eventWords words to out, carrying bs
-// from block to block.
-func blockEventsGo(p []byte, blocks int, out []uint64, bs *blockState) {
+// 64-byte blocks of p (at most batchBlocks), it writes its words to out,
+// carrying bs from block to block.
+func blockEventsGo(p []byte, blocks int, out *eventBatch, bs *blockState) {
 	var m [maskCount]uint64
 	for k := range blocks {
 		blockMasksGo(p[k<<6:], 1, m[:])
-		o := out[k*eventWords : (k+1)*eventWords]
+		o := &out[k]
 		o[eEvents], o[eEscaped], o[eCtrl], o[eScalar] = bs.events(m[:])
 		o[eDigit], o[eHigh] = m[mDigit], m[mHigh]
 	}
@@ -169,12 +172,12 @@ func (b *blockState) events(m []uint64) (events, escapes, ctrl, scalar uint64) {
 // back to it.
 func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
 	var (
-		cur  = blockCursor{base: i - 64, u: utf8Run{from: i, to: i}}
-		base = cur.base // the block is p[base : base+64]
-		ev   uint64     // the block's events not yet taken
-		pos  = -1       // the last event taken
-		obj  bool       // the innermost open container is an object
-		ok   bool
+		cur  = blockCursor{u: utf8Run{from: i, to: i}}
+		base = i - 64 // the block is p[base : base+64]
+		k    int      // the next block of the batch
+		ev   uint64   // the block's events not yet taken
+		pos  = -1     // the last event taken
+		obj  bool     // the innermost open container is an object
 	)
 	if depth == 0 && st != stValue {
 		return st, i, depth
@@ -361,13 +364,14 @@ scalar: // a number or literal (or an error) at pos, in a value state
 	// (which would spill the walk's registers); the rest goes to
 	// scalarRun.
 	{
+		w := &cur.words[(k-1)&(batchBlocks-1)]
 		j := uint(pos-base) & 63
-		r := cur.sc >> j
+		r := w[eScalar] >> j
 		m := (r+1)&^r - 1 // the run of number and literal bytes at pos
 		switch {
 		case m == 0 || (m+1)<<j == 0:
 			// No run, or one that may go on in the next block.
-		case cur.dig>>j&m == m: // an integer
+		case w[eDigit]>>j&m == m: // an integer
 			if p[pos] != '0' || m == 1 {
 				goto valueEnd
 			}
@@ -381,7 +385,7 @@ scalar: // a number or literal (or an error) at pos, in a value state
 				goto valueEnd
 			}
 		}
-		if !scalarRun(p, pos, r, cur.dig>>j, int(j)) {
+		if !scalarRun(p, pos, r, w[eDigit]>>j, int(j)) {
 			return stValue, pos, depth
 		}
 	}
@@ -392,10 +396,14 @@ valueEnd:
 	goto endArr
 
 refill: // the block has no events left: on to the next one
-	if ev, ok = cur.next(p); !ok {
-		goto stop
+	if base += 64; k == cur.n {
+		if !cur.batch(p, base) {
+			goto stop
+		}
+		k = 0
 	}
-	base = cur.base
+	ev = cur.words[k&(batchBlocks-1)][eEvents]
+	k++
 	switch st {
 	case stValue:
 		switch {
@@ -440,65 +448,59 @@ stop: // at an anomaly or the end of the blocks: back before the last event
 	return stValue, pos, depth
 }
 
-// blockCursor steps through the whole blocks of p, computing their masks
-// a batch at a time.
+// blockCursor holds the words of a batch of blocks, and what the batch
+// passes to the next.
 type blockCursor struct {
-	words [batchBlocks * eventWords]uint64
+	words eventBatch
+	n     int  // blocks in the batch
+	stop  bool // the batch ends at an anomaly: the walk stops after it
 	bs    blockState
-	n, k  int     // blocks in the batch, the next one to take
-	base  int     // the current block is p[base : base+64]
-	sc    uint64  // its bytes of numbers and literals
-	dig   uint64  // its digits
-	bad   uint64  // its anomalies
 	u     utf8Run // UTF-8 checked so far, run by run of non-ASCII bytes
 }
 
-// next moves to the next block and returns its events before its first
-// anomaly. It reports false at the end of the whole blocks of p, and
-// after a block with an anomaly, where the walk must stop.
-func (c *blockCursor) next(p []byte) (ev uint64, ok bool) {
-	if c.bad != 0 {
-		return 0, false
+// batch computes the words of the whole blocks of p from base, up to
+// batchBlocks of them, and reports whether there were any. Besides
+// blockEvents, it checks the escapes and the UTF-8 of each block. It
+// ends the batch at the first block with an anomaly (a control byte in a
+// string, a bad escape), whose eEvents it leaves with only the events
+// before the anomaly: the anomaly lies in the string opened by the last
+// of them (a backslash outside a string stops the walk earlier, at the
+// number or literal it is part of).
+func (c *blockCursor) batch(p []byte, base int) bool {
+	if c.stop || len(p)-base < 64 {
+		return false
 	}
-	base := c.base + 64
-	if len(p)-base < 64 {
-		return 0, false
-	}
-	c.base = base
-	if c.k == c.n {
-		c.n, c.k = min((len(p)-base)>>6, batchBlocks), 0
-		blockEvents(p[base:], c.n, c.words[:], &c.bs)
-	}
-	w := c.words[c.k*eventWords : (c.k+1)*eventWords]
-	c.k++
-	// UTF-8: p[u.from:u.to] is known valid (or u.bad: not), checked run
-	// by run of non-ASCII bytes, each bounded by ASCII bytes.
-	switch high := w[eHigh]; {
-	case c.u.to < base || c.u.bad:
-		// Checking stopped: a bad run, or one cut by the end of p.
-	case high == 0:
-		c.u.to = max(c.u.to, base+64)
-	default:
-		c.u.check(p, base, high)
-	}
-	ev, bad := w[eEvents], w[eCtrl]
-	c.sc, c.dig = w[eScalar], w[eDigit]
-	for esc := w[eEscaped]; esc != 0; esc &= esc - 1 {
-		// A byte that may follow a backslash, and four hex digits after
-		// a 'u'.
-		if j := base + bits.TrailingZeros64(esc); class[p[j]]&cEsc == 0 || p[j] == 'u' && escape(p, j-1) < 0 {
-			bad |= esc & -esc
+	c.n = min((len(p)-base)>>6, batchBlocks)
+	blockEvents(p[base:], c.n, &c.words, &c.bs)
+	for k := range c.n {
+		w := &c.words[k]
+		b := base + k<<6
+		// UTF-8: p[u.from:u.to] is known valid (or u.bad: not), checked
+		// run by run of non-ASCII bytes, each bounded by ASCII bytes.
+		switch high := w[eHigh]; {
+		case c.u.to < b || c.u.bad:
+			// Checking stopped: a bad run, or one cut by the end of p.
+		case high == 0:
+			c.u.to = max(c.u.to, b+64)
+		default:
+			c.u.check(p, b, high)
+		}
+		bad := w[eCtrl]
+		for esc := w[eEscaped]; esc != 0; esc &= esc - 1 {
+			// A byte that may follow a backslash, and four hex digits
+			// after a 'u'.
+			if j := b + bits.TrailingZeros64(esc); class[p[j]]&cEsc == 0 || p[j] == 'u' && escape(p, j-1) < 0 {
+				bad |= esc & -esc
+				break
+			}
+		}
+		if bad != 0 {
+			w[eEvents] &= bad&-bad - 1
+			c.n, c.stop = k+1, true
 			break
 		}
 	}
-	if c.bad = bad; bad != 0 {
-		// Only the events before the first anomaly count; the anomaly
-		// lies in the string opened by the last of them (a backslash
-		// outside a string stops the walk earlier, at the number or
-		// literal it is part of).
-		ev &= bad&-bad - 1
-	}
-	return ev, true
+	return true
 }
 
 // The literals' first four bytes, as little-endian words.

@@ -21,12 +21,12 @@ func blockEventsAVX2(p *byte, blocks int, out *uint64, bs *blockState)
 //go:noescape
 func blockEventsAVX512(p *byte, blocks int, out *uint64, bs *blockState)
 
-func blockEvents(p []byte, blocks int, out []uint64, bs *blockState) {
+func blockEvents(p []byte, blocks int, out *eventBatch, bs *blockState) {
 	_ = p[blocks<<6-1]
-	_ = out[blocks*eventWords-1]
+	_ = out[blocks-1]
 	if hasAVX512 {
-		blockEventsAVX512(&p[0], blocks, &out[0], bs)
+		blockEventsAVX512(&p[0], blocks, &out[0][0], bs)
 		return
 	}
-	blockEventsAVX2(&p[0], blocks, &out[0], bs)
+	blockEventsAVX2(&p[0], blocks, &out[0][0], bs)
 }

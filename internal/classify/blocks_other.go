@@ -9,6 +9,6 @@ var hasBlocks = false
 // hasAVX512 is false: there is no AVX-512 here.
 var hasAVX512 = false
 
-func blockEvents(p []byte, blocks int, out []uint64, bs *blockState) {
+func blockEvents(p []byte, blocks int, out *eventBatch, bs *blockState) {
 	blockEventsGo(p, blocks, out, bs)
 }

@@ -49,13 +49,14 @@ func testBlockEvents(t *testing.T) {
 	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab0123456789/:")
 	check := func(what string, p []byte, n int, got, want *blockState) {
 		t.Helper()
-		g := make([]uint64, n*eventWords)
-		w := make([]uint64, n*eventWords)
-		blockEvents(p, n, g, got)
-		blockEventsGo(p, n, w, want)
-		for k := range g {
-			if g[k] != w[k] {
-				t.Fatalf("%s: block %d word %d: %064b, want %064b", what, k/eventWords, k%eventWords, g[k], w[k])
+		var g, w eventBatch
+		blockEvents(p, n, &g, got)
+		blockEventsGo(p, n, &w, want)
+		for k := range n {
+			for x := range eventWords {
+				if g[k][x] != w[k][x] {
+					t.Fatalf("%s: block %d word %d: %064b, want %064b", what, k, x, g[k][x], w[k][x])
+				}
 			}
 		}
 		if *got != *want {
