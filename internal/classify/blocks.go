@@ -47,7 +47,7 @@ const (
 	eCtrl           // control bytes inside strings (anomalies)
 	eScalar         // bytes of numbers and literals (or errors)
 	eDigit          // '0'-'9'
-	eHigh           // >= 0x80 (not ASCII)
+	eHigh           // >= 0x80 (not ASCII), less two-byte sequences (pairs)
 	eventWords
 )
 
@@ -101,8 +101,27 @@ func blockEventsGo(p []byte, blocks int, out *eventBatch, bs *blockState) {
 		blockMasksGo(p[k<<6:], 1, m[:])
 		o := &out[k]
 		o[eEvents], o[eEscaped], o[eCtrl], o[eScalar] = bs.events(m[:])
-		o[eDigit], o[eHigh] = m[mDigit], m[mHigh]
+		o[eDigit], o[eHigh] = m[mDigit], m[mHigh]&^pairs(p[k<<6:(k+1)<<6])
 	}
+}
+
+// pairs returns the bytes of a block that form two-byte UTF-8 sequences
+// inside it: a lead byte 0xC2-0xDF and the continuation byte 0x80-0xBF
+// after it. Whatever surrounds such a pair, it is one whole valid rune,
+// so the UTF-8 check need not visit it: the other non-ASCII bytes,
+// checked run by run, decide.
+func pairs(b []byte) uint64 {
+	var lead, cont uint64
+	for j, c := range b[:64] {
+		if 0xC2 <= c && c <= 0xDF {
+			lead |= 1 << j
+		}
+		if c&0xC0 == 0x80 {
+			cont |= 1 << j
+		}
+	}
+	lead &= cont >> 1
+	return lead | lead<<1
 }
 
 // escaped returns the bytes of a block that follow an escaping backslash,

@@ -23,6 +23,18 @@ DATA bytes<>+64(SB)/8, $0x30 // '0'
 DATA bytes<>+72(SB)/8, $0x09 // '9' - '0'
 GLOBL bytes<>(SB), RODATA|NOPTR, $80
 
+// Signed bounds for VPCMPGTB (memory operands, 32 bytes each): a byte is
+// a continuation byte (0x80-0xBF) when not > 0xBF, a two-byte lead
+// (0xC2-0xDF) when > 0xC1 and not > 0xDF, as signed bytes.
+#define BOUND(name, b) \
+	DATA name<>+0(SB)/8, b; DATA name<>+8(SB)/8, b; \
+	DATA name<>+16(SB)/8, b; DATA name<>+24(SB)/8, b; \
+	GLOBL name<>(SB), RODATA|NOPTR, $32
+
+BOUND(boundBF, $0xBFBFBFBFBFBFBFBF)
+BOUND(boundC1, $0xC1C1C1C1C1C1C1C1)
+BOUND(boundDF, $0xDFDFDFDFDFDFDFDF)
+
 // Each macro below leaves in R the 32-bit mask of one class among the 32
 // bytes in D (Y0: the block's first half, Y6: its second half).
 #define QUOTE(D, R) VPCMPEQB D, Y1, Y7; VPMOVMSKB Y7, R
@@ -38,6 +50,12 @@ GLOBL bytes<>(SB), RODATA|NOPTR, $80
 #define DIGIT(D, R) VPSUBB Y9, D, Y7; VPMINUB Y10, Y7, Y8; VPCMPEQB Y7, Y8, Y8; VPMOVMSKB Y8, R
 // Bytes >= 0x80.
 #define HIGH(D, R) VPMOVMSKB D, R
+// Bytes that are not continuation bytes (0x80-0xBF).
+#define NOTCONT(D, R) VPCMPGTB boundBF<>(SB), D, Y7; VPMOVMSKB Y7, R
+// Two-byte leads (0xC2-0xDF).
+#define LEAD2(D, R) \
+	VPCMPGTB boundC1<>(SB), D, Y7; VPCMPGTB boundDF<>(SB), D, Y8; VPANDN Y7, Y8, Y7; \
+	VPMOVMSKB Y7, R
 
 // MASK64 leaves in R the 64-bit mask of class M over the block, using BX.
 #define MASK64(M, R) M(Y0, R); M(Y6, BX); SHLQ $32, BX; ORQ BX, R
@@ -80,6 +98,14 @@ GLOBL bytes<>(SB), RODATA|NOPTR, $80
 	SHRQ $63, DX; MOVQ DX, R14; \
 	ANDQ R11, R10; NOTQ R11; ANDQ R11, R8; ORQ R10, AX; ORQ R8, AX; MOVQ AX, 0(DI)
 
+// PAIRS clears from the non-ASCII bytes in AX the two-byte sequences
+// (pairs in blocks.go), given the continuation bytes in DX and the
+// two-byte leads in R8: the leads followed by a continuation byte, and
+// those continuation bytes.
+#define PAIRS \
+	SHRQ $1, DX; ANDQ DX, R8; MOVQ R8, DX; SHLQ $1, DX; ORQ R8, DX; \
+	NOTQ DX; ANDQ DX, AX
+
 // func blockEventsAVX2(p *byte, blocks int, out *uint64, bs *blockState)
 //
 // The registers that live across blocks: SI the block, DI its words in
@@ -112,6 +138,14 @@ loop:
 	VMOVDQU 32(SI), Y6
 
 	MASK64(HIGH, AX)
+	TESTQ AX, AX
+	JZ   ascii
+	MASK64(NOTCONT, DX)
+	NOTQ DX
+	MASK64(LEAD2, R8)
+	PAIRS
+
+ascii:
 	MOVQ AX, 40(DI)
 	MASK64(DIGIT, AX)
 	MOVQ AX, 32(DI)
@@ -168,7 +202,10 @@ DATA classBits<>+24(SB)/8, $0x70 // punctuation
 DATA classBits<>+32(SB)/8, $0x80 // digit
 DATA classBits<>+40(SB)/8, $0x0F // low nibble
 DATA classBits<>+48(SB)/8, $0x20 // the first byte that is not a control byte
-GLOBL classBits<>(SB), RODATA|NOPTR, $56
+DATA classBits<>+56(SB)/8, $0xC0 // the first byte that is not a continuation byte
+DATA classBits<>+64(SB)/8, $0xC2 // the first two-byte lead
+DATA classBits<>+72(SB)/8, $0x1E // the number of two-byte leads
+GLOBL classBits<>(SB), RODATA|NOPTR, $80
 
 // func blockEventsAVX512(p *byte, blocks int, out *uint64, bs *blockState)
 //
@@ -192,6 +229,9 @@ TEXT ·blockEventsAVX512(SB), NOSPLIT, $0-32
 	VPBROADCASTB classBits<>+32(SB), Z24
 	VPBROADCASTB classBits<>+40(SB), Z17
 	VPBROADCASTB classBits<>+48(SB), Z16
+	VPBROADCASTB classBits<>+56(SB), Z25
+	VPBROADCASTB classBits<>+64(SB), Z26
+	VPBROADCASTB classBits<>+72(SB), Z27
 	VMOVDQU64 hiTable<>(SB), Z18
 	VMOVDQU64 loTable<>(SB), Z19
 
@@ -211,6 +251,16 @@ loop:
 	VPTESTMB Z24, Z2, K6        // digits
 
 	KMOVQ K7, AX
+	TESTQ AX, AX
+	JZ   ascii
+	VPCMPUB $1, Z25, Z0, K7, K0 // continuation bytes
+	VPSUBB Z26, Z0, Z3
+	VPCMPUB $1, Z27, Z3, K7     // two-byte leads
+	KMOVQ K0, DX
+	KMOVQ K7, R8
+	PAIRS
+
+ascii:
 	MOVQ AX, 40(DI)
 	KMOVQ K6, AX
 	MOVQ AX, 32(DI)

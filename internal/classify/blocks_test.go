@@ -70,10 +70,14 @@ func testBlockEvents(t *testing.T) {
 			n := 1 + r.IntN(batchBlocks)
 			p := make([]byte, n<<6)
 			// Mostly backslashes and quotes in some batches: long runs of
-			// each cross blocks.
-			dense := r.IntN(3) == 0
-			for i := range p {
+			// each cross blocks. Mostly UTF-8 pieces in others: whole
+			// and cut runes, stray continuation and lead bytes.
+			dense, text := r.IntN(3) == 0, r.IntN(3) == 0
+			pieces := []string{"é", "ß", "测", "🙂", "\xc3", "\xa9", "\xc1\xbf", "\xdf\xbf", "\xe0\xa0", "a", " ", `"`}
+			for i := 0; i < len(p); i++ {
 				switch {
+				case text && r.IntN(4) != 0:
+					i += copy(p[i:], pieces[r.IntN(len(pieces))]) - 1
 				case dense && r.IntN(2) == 0:
 					p[i] = `\"`[r.IntN(2)]
 				case r.IntN(4) == 0:
@@ -148,6 +152,7 @@ func TestBlockEdits(t *testing.T) {
 	edits := []string{
 		`\`, `\\`, `\\\`, `"`, `\"`, `\\"`, `\u00e9`, `\u00g9`, `\ud800`, `\x`,
 		"\x00", "\x1f", "\t", "\n", "\x7f", "\xc3\xa9", "\xff", "\xef\xbb\xbf",
+		"\xc3", "\xa9", "\xc3\xa9\xa9", "\xc3\xc3\xa9", "\xe6\xc3\xa9", "\xe6\xb5\x8b", "\xc1\xbf", "\xf0\x9f\x99\x82",
 		`,`, `:`, `{`, `}`, `[`, `]`, `,"k":1`, ` `, `0`, `-`, `01`, `-0`, `1e+`, `1.`, `.5`,
 		`true`, `nul`, `x`,
 	}
