@@ -13,14 +13,21 @@ import (
 // number of turns depends on the data and so cannot be predicted. The
 // block path instead computes, for each 64-byte block, one bit per byte
 // for a few byte classes (quote, backslash, control byte, whitespace,
-// '{}[]:,', non-ASCII, digit), with AVX2 (blocks_amd64.s; blockMasksGo is the
-// portable definition the tests hold it to, and a machine without AVX2
-// goes without the block path). Bit
-// arithmetic then gives, for the whole block at once, which bytes are
-// escaped, which lie inside strings, and where the tokens start (the
-// events): opening quotes, punctuation outside strings, and the first
-// byte of each number or literal. The grammar runs once per event; the
-// bytes of strings and whitespace are never visited one by one.
+// '{}[]:,', non-ASCII, digit), and bit arithmetic then gives, for the
+// whole block at once, which bytes are escaped, which lie inside strings,
+// and where the tokens start (the events): opening quotes, punctuation
+// outside strings, and the first byte of each number or literal. Both are
+// done by blockEvents, a batch of blocks at a time, with AVX-512 or AVX2
+// and a carry-less multiplication (blocks_amd64.s); blockEventsGo is the
+// portable definition the tests hold them to, and a machine without them
+// goes without the block path.
+//
+// The grammar then runs once per event (blocks), with its states as code
+// positions; the bytes of strings and whitespace are never visited one by
+// one, and most numbers and literals are checked from the masks. Escapes
+// and UTF-8 are checked per batch (blockCursor.batch): each escaped byte
+// against a class, each run of non-ASCII bytes that is not a two-byte
+// sequence with utf8.Valid.
 //
 // Like fast, it commits only what it is sure of and hands the rest to the
 // byte-wise machine: it stops before the token holding the first anomaly
@@ -28,7 +35,7 @@ import (
 // grammar error, the depth limit), and before the last token it reached,
 // which may run past the blocks it read.
 
-// The masks of a block, maskCount words, in this order.
+// The masks of a block, maskCount words, in this order (blockMasksGo).
 const (
 	mQuote  = iota // '"'
 	mBslash        // '\\'
@@ -60,8 +67,8 @@ type eventBatch [batchBlocks][eventWords]uint64
 // minBlocks is the shortest input, in bytes, worth the block path.
 const minBlocks = 4 * 64
 
-// blockMasksGo is the portable blockMasks: for each of the blocks 64-byte
-// blocks of p, it writes maskCount words to out.
+// blockMasksGo writes, for each of the blocks 64-byte blocks of p,
+// maskCount words to out: the byte classes blockEventsGo starts from.
 func blockMasksGo(p []byte, blocks int, out []uint64) {
 	for k := range blocks {
 		m := out[k*maskCount : (k+1)*maskCount]

@@ -232,3 +232,31 @@ func TestEscClass(t *testing.T) {
 		}
 	}
 }
+
+// TestBlockScalars puts numbers and literals, valid and not, at every
+// offset of a block, after a key and in an array, where the walk checks
+// them from the masks or hands them to scalarAt (at a block's end), and
+// checks the verdict against the standard library, with and without the
+// block path.
+func TestBlockScalars(t *testing.T) {
+	scalars := []string{
+		"0", "-0", "7", "-7", "01", "-01", "00", "10", "1234567890123", "-", "--1", "+1",
+		"0.5", "-0.5", "1.25", "12.5", "1.", ".5", "-.5", "0.", "00.5", "1.2.3", "1..2", "1-2",
+		"1e5", "1E+5", "1e-05", "-1.5e3", "1e", "1e+", "1.5e", "0e0", "1ee5", "1e5.5",
+		"true", "false", "null", "tru", "fals", "nul", "truex", "falsee", "nulll", "True",
+		"t", "nulx", "fal5e", "1x", "1\\", "Infinity", "NaN",
+	}
+	for _, sc := range scalars {
+		for off := range 140 {
+			pad := strings.Repeat(" ", off)
+			docs := []string{
+				`{"k":` + pad + sc + `,"z":[1,2,3],"pad":"` + strings.Repeat("x", 200) + `"}`,
+				`[` + pad + sc + `]` + strings.Repeat(" ", 200),
+				`[1,` + pad + sc + "\n," + sc + `,"` + strings.Repeat("y", 150) + `",` + sc + `]`,
+			}
+			for d, doc := range docs {
+				checkBlockVerdict(t, d, off, []byte(doc))
+			}
+		}
+	}
+}
