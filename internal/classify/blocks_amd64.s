@@ -151,7 +151,12 @@ ascii:
 	MOVQ AX, 32(DI)
 
 	MASK64(BSLASH, DX)
+	MOVQ DX, AX
+	ORQ  R12, AX
+	JZ   unescaped              // no backslash, none carried in: AX = 0
 	ESCAPED
+
+unescaped:
 	MOVQ AX, 8(DI)
 	MOVQ AX, R8
 	MASK64(QUOTE, R9)
@@ -265,7 +270,12 @@ ascii:
 	KMOVQ K6, AX
 	MOVQ AX, 32(DI)
 	KMOVQ K2, DX
+	MOVQ DX, AX
+	ORQ  R12, AX
+	JZ   unescaped              // no backslash, none carried in: AX = 0
 	ESCAPED
+
+unescaped:
 	MOVQ AX, 8(DI)
 	MOVQ AX, R8
 	KMOVQ K1, R9

@@ -260,3 +260,30 @@ func TestBlockScalars(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkBlockEvents measures the vector pass alone (both variants where
+// the machine has them) over 32 KiB of compact JSON, a batch at a time.
+func BenchmarkBlockEvents(b *testing.B) {
+	if !hasBlocks {
+		b.Skip("no vector blockEvents on this machine")
+	}
+	p := benchAPI(32 << 10)
+	p = p[:len(p)&^(batchBlocks<<6-1)]
+	for _, avx512 := range []bool{true, false} {
+		if avx512 && !hasAVX512 {
+			continue
+		}
+		b.Run(map[bool]string{true: "AVX-512", false: "AVX2"}[avx512], func(b *testing.B) {
+			withAVX512(avx512, func() {
+				var out eventBatch
+				var bs blockState
+				b.SetBytes(int64(len(p)))
+				for b.Loop() {
+					for i := 0; i < len(p); i += batchBlocks << 6 {
+						blockEvents(p[i:], batchBlocks, &out, &bs)
+					}
+				}
+			})
+		})
+	}
+}
