@@ -498,34 +498,47 @@ func (c *blockCursor) batch(p []byte, base int) bool {
 	}
 	c.n = min((len(p)-base)>>6, batchBlocks)
 	blockEvents(p[base:], c.n, &c.words, &c.bs)
+	// UTF-8: p[u.from:u.to] is known valid (or u.bad: not), checked run by
+	// run of non-ASCII bytes, each bounded by ASCII bytes; checking stops
+	// at a bad run, or one cut by the end of p.
+	u := c.u
 	for k := range c.n {
 		w := &c.words[k]
 		b := base + k<<6
-		// UTF-8: p[u.from:u.to] is known valid (or u.bad: not), checked
-		// run by run of non-ASCII bytes, each bounded by ASCII bytes.
-		switch high := w[eHigh]; {
-		case c.u.to < b || c.u.bad:
-			// Checking stopped: a bad run, or one cut by the end of p.
-		case high == 0:
-			c.u.to = max(c.u.to, b+64)
-		default:
-			c.u.check(p, b, high)
-		}
-		bad := w[eCtrl]
-		for esc := w[eEscaped]; esc != 0; esc &= esc - 1 {
-			// A byte that may follow a backslash, and four hex digits
-			// after a 'u'.
-			if j := b + bits.TrailingZeros64(esc); class[p[j]]&cEsc == 0 || p[j] == 'u' && escape(p, j-1) < 0 {
-				bad |= esc & -esc
-				break
+		if u.to >= b && !u.bad {
+			if high := w[eHigh]; high == 0 {
+				u.to = max(u.to, b+64)
+			} else {
+				u.check(p, b, high)
 			}
 		}
-		if bad != 0 {
-			w[eEvents] &= bad&-bad - 1
+		if w[eEscaped]|w[eCtrl] != 0 && anomaly(p, b, w) {
 			c.n, c.stop = k+1, true
 			break
 		}
 	}
+	c.u = u
+	return true
+}
+
+// anomaly checks the escapes of the block of p at b, whose words are w,
+// and reports whether it has an anomaly: a control byte in a string, or a
+// bad escape. It then leaves in w[eEvents] only the events before the
+// first anomaly.
+func anomaly(p []byte, b int, w *[eventWords]uint64) bool {
+	bad := w[eCtrl]
+	for esc := w[eEscaped]; esc != 0; esc &= esc - 1 {
+		// A byte that may follow a backslash, and four hex digits after a
+		// 'u'.
+		if j := b + bits.TrailingZeros64(esc); class[p[j]]&cEsc == 0 || p[j] == 'u' && escape(p, j-1) < 0 {
+			bad |= esc & -esc
+			break
+		}
+	}
+	if bad == 0 {
+		return false
+	}
+	w[eEvents] &= bad&-bad - 1
 	return true
 }
 
