@@ -21,6 +21,9 @@ func blockEventsAVX2(p *byte, blocks int, out *uint64, bs *blockState)
 //go:noescape
 func blockEventsAVX512(p *byte, blocks int, out *uint64, bs *blockState)
 
+// blockEvents writes to out the words of each of the blocks 64-byte
+// blocks of p (1 to batchBlocks), carrying bs from block to block, as
+// blockEventsGo does.
 func blockEvents(p []byte, blocks int, out *eventBatch, bs *blockState) {
 	_ = p[blocks<<6-1]
 	_ = out[blocks-1]
