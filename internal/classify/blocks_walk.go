@@ -18,9 +18,11 @@ import (
 // the kind of the innermost container folded in where it decides what
 // comes next: a value in an object is followed by ',' and a key or by
 // '}', one in an array by ',' and a value or by ']'. Each state takes the
-// next event of the block; when the block has none left, it leaves its
-// state in st and goes to refill, which loads the next block and comes
-// back to it.
+// next event of the block, and when the block has none left, moves to the
+// next block of the batch itself (a shared step would need a dispatch on
+// the state after it, mispredicted at most block ends); only at the end
+// of a batch does it leave its state in st and go to refill, which
+// computes the next batch and comes back to it.
 func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, int32) {
 	var (
 		cur  = blockCursor{u: utf8Run{from: i, to: i}}
@@ -45,9 +47,14 @@ func (s *scanner) blocks(p []byte, i int, st state, depth int32) (state, int, in
 	goto refill
 
 valueTop: // depth 0: the document's first token
-	if ev == 0 {
-		st = stValue
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stValue
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -60,9 +67,14 @@ valueTop: // depth 0: the document's first token
 	return stValue, pos, depth
 
 valueObj: // after ':'
-	if ev == 0 {
-		st = stValue
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stValue
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -77,9 +89,14 @@ valueObj: // after ':'
 	goto scalar
 
 arrFirst: // after '['
-	if ev == 0 {
-		st = stArrFirst
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stArrFirst
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -96,9 +113,14 @@ arrFirst: // after '['
 	goto scalar
 
 valueArr: // after ',' in an array
-	if ev == 0 {
-		st = stValue
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stValue
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -113,9 +135,14 @@ valueArr: // after ',' in an array
 	goto scalar
 
 objFirst: // after '{'
-	if ev == 0 {
-		st = stObjFirst
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stObjFirst
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -128,9 +155,14 @@ objFirst: // after '{'
 	return stObjFirst, pos, depth
 
 key: // after ',' in an object
-	if ev == 0 {
-		st = stKey
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stKey
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -140,9 +172,14 @@ key: // after ',' in an object
 	return stKey, pos, depth
 
 colon: // after a key
-	if ev == 0 {
-		st = stColon
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stColon
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -152,9 +189,14 @@ colon: // after a key
 	return stColon, pos, depth
 
 endObj: // after a value in an object
-	if ev == 0 {
-		st = stEnd
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stEnd
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -167,9 +209,14 @@ endObj: // after a value in an object
 	return stEnd, pos, depth
 
 endArr: // after a value in an array
-	if ev == 0 {
-		st = stEnd
-		goto refill
+	for ev == 0 {
+		if k == cur.n {
+			st = stEnd
+			goto refill
+		}
+		ev = cur.words[k&(batchBlocks-1)][eEvents]
+		k++
+		base += 64
 	}
 	pos = base + bits.TrailingZeros64(ev)
 	ev &= ev - 1
@@ -246,15 +293,11 @@ valueEnd:
 	}
 	goto endArr
 
-refill: // the block has no events left: on to the next one
-	if base += 64; k == cur.n {
-		if !cur.batch(p, base) {
-			goto stop
-		}
-		k = 0
+refill: // the batch has no events left: on to the next one
+	if !cur.batch(p, base+64) {
+		goto stop
 	}
-	ev = cur.words[k&(batchBlocks-1)][eEvents]
-	k++
+	k = 0
 	switch st {
 	case stValue:
 		switch {
