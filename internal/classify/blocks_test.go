@@ -3,6 +3,7 @@ package classify
 import (
 	"bytes"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -16,44 +17,83 @@ func withBlocks(on bool, f func()) {
 	f()
 }
 
-// TestBlockMasks compares blockMasks with blockMasksGo on random bytes
-// drawn mostly from the classes the masks tell apart.
-func TestBlockMasks(t *testing.T) {
+// TestBlockEvents compares blockEvents with blockEventsGo on random bytes
+// drawn mostly from the classes the masks tell apart, batch after batch
+// with the state they carry, and on every byte value at every position
+// of a block.
+func TestBlockEvents(t *testing.T) {
 	if !hasBlocks {
-		t.Skip("no vector blockMasks on this machine")
+		t.Skip("no vector blockEvents on this machine")
 	}
-	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab")
+	for _, avx512 := range []bool{true, false} {
+		if avx512 && !hasAVX512 {
+			t.Log("no AVX-512 on this machine")
+			continue
+		}
+		t.Run(map[bool]string{true: "AVX-512", false: "AVX2"}[avx512], func(t *testing.T) {
+			withAVX512(avx512, func() { testBlockEvents(t) })
+		})
+	}
+}
+
+// withAVX512 sets hasAVX512 for the duration of f (false: the AVX2
+// blockEvents).
+func withAVX512(on bool, f func()) {
+	old := hasAVX512
+	hasAVX512 = on && old
+	defer func() { hasAVX512 = old }()
+	f()
+}
+
+func testBlockEvents(t *testing.T) {
+	alphabet := []byte(" \t\r\n\"\\{}[]:,\x00\x01\x1f\x20\x21\x7f\x80\xff\x5b\x5d\x7b\x7d\x3a\x2c\x1a\x3b\x5c\x09\x0a\x0d\x29\x2a\x2d\x0cab0123456789/:")
+	check := func(what string, p []byte, n int, got, want *blockState) {
+		t.Helper()
+		var g, w eventBatch
+		blockEvents(p, n, &g, got)
+		blockEventsGo(p, n, &w, want)
+		for k := range n {
+			for x := range eventWords {
+				if g[k][x] != w[k][x] {
+					t.Fatalf("%s: block %d word %d: %064b, want %064b", what, k, x, g[k][x], w[k][x])
+				}
+			}
+		}
+		if *got != *want {
+			t.Fatalf("%s: state %+v, want %+v", what, *got, *want)
+		}
+	}
 	r := rand.New(rand.NewPCG(7, 7))
 	for range 200 {
-		n := 1 + r.IntN(batchBlocks)
-		p := make([]byte, n<<6)
-		for i := range p {
-			if r.IntN(4) == 0 {
-				p[i] = byte(r.Uint32())
-			} else {
-				p[i] = alphabet[r.IntN(len(alphabet))]
+		var got, want blockState
+		for batch := range 3 {
+			n := 1 + r.IntN(batchBlocks)
+			p := make([]byte, n<<6)
+			// Mostly backslashes and quotes in some batches: long runs of
+			// each cross blocks. Mostly UTF-8 pieces in others: whole
+			// and cut runes, stray continuation and lead bytes.
+			dense, text := r.IntN(3) == 0, r.IntN(3) == 0
+			pieces := []string{"é", "ß", "测", "🙂", "\xc3", "\xa9", "\xc1\xbf", "\xdf\xbf", "\xe0\xa0", "a", " ", `"`}
+			for i := 0; i < len(p); i++ {
+				switch {
+				case text && r.IntN(4) != 0:
+					i += copy(p[i:], pieces[r.IntN(len(pieces))]) - 1
+				case dense && r.IntN(2) == 0:
+					p[i] = `\"`[r.IntN(2)]
+				case r.IntN(4) == 0:
+					p[i] = byte(r.Uint32())
+				default:
+					p[i] = alphabet[r.IntN(len(alphabet))]
+				}
 			}
-		}
-		got := make([]uint64, n*maskCount)
-		want := make([]uint64, n*maskCount)
-		blockMasks(p, n, got)
-		blockMasksGo(p, n, want)
-		for k := range got {
-			if got[k] != want[k] {
-				t.Fatalf("block %d mask %d: %064b, want %064b", k/maskCount, k%maskCount, got[k], want[k])
-			}
+			check("batch "+string(rune('0'+batch)), p, n, &got, &want)
 		}
 	}
-	// Every byte value at every position of a block.
 	for v := range 256 {
 		p := bytes.Repeat([]byte{byte(v)}, 64)
-		got, want := make([]uint64, maskCount), make([]uint64, maskCount)
-		blockMasks(p, 1, got)
-		blockMasksGo(p, 1, want)
-		for k := range got {
-			if got[k] != want[k] {
-				t.Fatalf("byte %#x mask %d: %064b, want %064b", v, k, got[k], want[k])
-			}
+		for _, start := range []blockState{{}, {esc: 1}, {inStr: ^uint64(0)}, {scalar: 1}} {
+			got, want := start, start
+			check("byte "+strconv.Itoa(v), p, 1, &got, &want)
 		}
 	}
 }
@@ -112,6 +152,7 @@ func TestBlockEdits(t *testing.T) {
 	edits := []string{
 		`\`, `\\`, `\\\`, `"`, `\"`, `\\"`, `\u00e9`, `\u00g9`, `\ud800`, `\x`,
 		"\x00", "\x1f", "\t", "\n", "\x7f", "\xc3\xa9", "\xff", "\xef\xbb\xbf",
+		"\xc3", "\xa9", "\xc3\xa9\xa9", "\xc3\xc3\xa9", "\xe6\xc3\xa9", "\xe6\xb5\x8b", "\xc1\xbf", "\xf0\x9f\x99\x82",
 		`,`, `:`, `{`, `}`, `[`, `]`, `,"k":1`, ` `, `0`, `-`, `01`, `-0`, `1e+`, `1.`, `.5`,
 		`true`, `nul`, `x`,
 	}
@@ -178,5 +219,71 @@ func TestBlockLongTokens(t *testing.T) {
 	)
 	for i, b := range cases {
 		checkBlockVerdict(t, i, 0, b)
+	}
+}
+
+// TestEscClass holds the class of bytes that may follow a backslash (which
+// the block walk tests) to escape, the byte-wise definition.
+func TestEscClass(t *testing.T) {
+	for c := range 256 {
+		want := escape([]byte{'\\', byte(c), '0', '0', '0', '0'}, 0) >= 0
+		if got := class[c]&cEsc != 0; got != want {
+			t.Errorf("byte %#x: cEsc %v, want %v", c, got, want)
+		}
+	}
+}
+
+// TestBlockScalars puts numbers and literals, valid and not, at every
+// offset of a block, after a key and in an array, where the walk checks
+// them from the masks or hands them to scalarAt (at a block's end), and
+// checks the verdict against the standard library, with and without the
+// block path.
+func TestBlockScalars(t *testing.T) {
+	scalars := []string{
+		"0", "-0", "7", "-7", "01", "-01", "00", "10", "1234567890123", "-", "--1", "+1",
+		"0.5", "-0.5", "1.25", "12.5", "1.", ".5", "-.5", "0.", "00.5", "1.2.3", "1..2", "1-2",
+		"1e5", "1E+5", "1e-05", "-1.5e3", "1e", "1e+", "1.5e", "0e0", "1ee5", "1e5.5",
+		"true", "false", "null", "tru", "fals", "nul", "truex", "falsee", "nulll", "True",
+		"t", "nulx", "fal5e", "1x", "1\\", "Infinity", "NaN",
+	}
+	for _, sc := range scalars {
+		for off := range 140 {
+			pad := strings.Repeat(" ", off)
+			docs := []string{
+				`{"k":` + pad + sc + `,"z":[1,2,3],"pad":"` + strings.Repeat("x", 200) + `"}`,
+				`[` + pad + sc + `]` + strings.Repeat(" ", 200),
+				`[1,` + pad + sc + "\n," + sc + `,"` + strings.Repeat("y", 150) + `",` + sc + `]`,
+			}
+			for d, doc := range docs {
+				checkBlockVerdict(t, d, off, []byte(doc))
+			}
+		}
+	}
+}
+
+// BenchmarkBlockEvents measures the vector pass alone (both variants where
+// the machine has them) over 32 KiB of compact JSON, a batch at a time.
+func BenchmarkBlockEvents(b *testing.B) {
+	if !hasBlocks {
+		b.Skip("no vector blockEvents on this machine")
+	}
+	p := benchAPI(32 << 10)
+	p = p[:len(p)&^(batchBlocks<<6-1)]
+	for _, avx512 := range []bool{true, false} {
+		if avx512 && !hasAVX512 {
+			continue
+		}
+		b.Run(map[bool]string{true: "AVX-512", false: "AVX2"}[avx512], func(b *testing.B) {
+			withAVX512(avx512, func() {
+				var out eventBatch
+				var bs blockState
+				b.SetBytes(int64(len(p)))
+				for b.Loop() {
+					for i := 0; i < len(p); i += batchBlocks << 6 {
+						blockEvents(p[i:], batchBlocks, &out, &bs)
+					}
+				}
+			})
+		})
 	}
 }

@@ -96,8 +96,9 @@ const maxLongFuzzLen = 8 << 10
 
 // FuzzClassifyLong checks the block path (and the whole-token path) on
 // inputs long enough for them, against json.Valid and utf8.Valid: fed
-// whole and in random splits, with and without the block path. The seeds
-// are realistic documents of about 1.5 KiB, which the fuzzer edits.
+// whole and in random splits, with the block path (each vector pass) and
+// without it. The seeds are realistic documents of about 1.5 KiB, which
+// the fuzzer edits.
 func FuzzClassifyLong(f *testing.F) {
 	for i, doc := range blockDocs() {
 		f.Add(doc, uint64(i))
@@ -109,14 +110,21 @@ func FuzzClassifyLong(f *testing.F) {
 		}
 		want := refKind(data)
 		r := rand.New(rand.NewPCG(seed, seed>>32))
-		for _, on := range []bool{true, false} {
-			withBlocks(on, func() {
-				if k, _ := Of(data); k != want {
-					t.Errorf("blocks %v, whole: Kind = %v, want %v", on, k, want)
-				}
-				if c := feed(t, data, randomSplits(r)); c.Kind() != want {
-					t.Errorf("blocks %v, split: Kind = %v, want %v", on, c.Kind(), want)
-				}
+		// The block path with each vector pass the machine has, and
+		// without it.
+		for _, way := range []struct{ blocks, avx512 bool }{{true, true}, {true, false}, {false, false}} {
+			if way.avx512 && !hasAVX512 {
+				continue
+			}
+			withBlocks(way.blocks, func() {
+				withAVX512(way.avx512, func() {
+					if k, _ := Of(data); k != want {
+						t.Errorf("%+v, whole: Kind = %v, want %v", way, k, want)
+					}
+					if c := feed(t, data, randomSplits(r)); c.Kind() != want {
+						t.Errorf("%+v, split: Kind = %v, want %v", way, c.Kind(), want)
+					}
+				})
 			})
 		}
 	})

@@ -55,6 +55,7 @@ const (
 	cDigit             // '0'-'9'
 	cHex               // hex digit
 	cDelim             // ends a number or literal: whitespace, '"' or '{}[]:,'
+	cEsc               // may follow a backslash in a string: one of "\/bfnrtu
 )
 
 var class = func() (t [256]uint8) {
@@ -72,6 +73,9 @@ var class = func() (t [256]uint8) {
 	}
 	for _, b := range []byte(" \t\r\n\"{}[]:,") {
 		t[b] |= cDelim
+	}
+	for _, b := range []byte(`"\/bfnrtu`) {
+		t[b] |= cEsc
 	}
 	t[' '] |= cSpace
 	t['\t'] |= cSpace
