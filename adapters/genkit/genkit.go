@@ -102,21 +102,12 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 // replaced unless inline.
 func decide(ctx context.Context, off *hybridctx.Offloader, hook func(context.Context, string, *hybridctx.OffloadResult), p *ai.Part) (*ai.Part, error) {
 	tr := *p.ToolResponse
-	r, err := adaptkit.Decide(ctx, off, hybridctx.Call{Tool: tr.Name, ID: tr.Ref}, tr.Output)
+	text, ref, inline, err := decideOne(ctx, off, hook, tr, tr.Output)
 	if err != nil {
 		return nil, err
 	}
-	ref := ""
-	if o := r.Offload; o != nil {
-		if hook != nil {
-			hook(ctx, tr.Name, o)
-		}
-		if !o.Ref.IsZero() {
-			ref = o.Ref.String()
-		}
-	}
-	if r.Offload == nil || r.Offload.Outcome() != hybridctx.Inline {
-		tr.Output = r.Text
+	if !inline {
+		tr.Output = text
 	}
 	if tr.Content, err = decideParts(ctx, off, hook, tr, tr.Content); err != nil {
 		return nil, err
@@ -142,30 +133,41 @@ func decideParts(ctx context.Context, off *hybridctx.Offloader, hook func(contex
 		if !ok {
 			continue
 		}
-		r, err := adaptkit.Decide(ctx, off, hybridctx.Call{Tool: tr.Name, ID: tr.Ref}, payload)
+		text, ref, inline, err := decideOne(ctx, off, hook, tr, payload)
 		if err != nil {
 			return nil, err
 		}
-		ref := ""
-		if o := r.Offload; o != nil {
-			if hook != nil {
-				hook(ctx, tr.Name, o)
-			}
-			if o.Outcome() == hybridctx.Inline {
-				continue
-			}
-			if !o.Ref.IsZero() {
-				ref = o.Ref.String()
-			}
+		if inline {
+			continue
 		}
 		if !copied {
 			out, copied = slices.Clone(parts), true
 		}
-		np := ai.NewTextPart(r.Text)
+		np := ai.NewTextPart(text)
 		np.Metadata = map[string]any{MetadataKey: ref}
 		out[i] = np
 	}
 	return out, nil
+}
+
+// decideOne decides one payload of the tool response tr and reports it to
+// hook: the text the model sees in its place unless inline, and the
+// reference when stored.
+func decideOne(ctx context.Context, off *hybridctx.Offloader, hook func(context.Context, string, *hybridctx.OffloadResult), tr ai.ToolResponse, payload any) (text, ref string, inline bool, err error) {
+	r, err := adaptkit.Decide(ctx, off, hybridctx.Call{Tool: tr.Name, ID: tr.Ref}, payload)
+	if err != nil {
+		return "", "", false, err
+	}
+	if o := r.Offload; o != nil {
+		if hook != nil {
+			hook(ctx, tr.Name, o)
+		}
+		if !o.Ref.IsZero() {
+			ref = o.Ref.String()
+		}
+		inline = o.Outcome() == hybridctx.Inline
+	}
+	return r.Text, ref, inline, nil
 }
 
 // partPayload returns the content of an extra part to decide: the text of

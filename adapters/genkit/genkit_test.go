@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/firebase/genkit/go/ai"
+	"github.com/firebase/genkit/go/core"
 	"github.com/firebase/genkit/go/genkit"
 
 	"github.com/hybridctx/hybridctx"
@@ -155,17 +156,23 @@ func TestOtherOwnerRefused(t *testing.T) {
 	}
 }
 
+// capture returns the middleware over a model that keeps the request it
+// gets in *seen, counting decisions in *decisions.
+func capture(t *testing.T, decisions *int, seen **ai.ModelRequest) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
+	env := adapttest.New(t, nil)
+	mw := hybridgenkit.Middleware(env.Off, &hybridgenkit.Options{OnDecision: func(context.Context, string, *hybridctx.OffloadResult) { *decisions++ }})
+	return mw(func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
+		*seen = req
+		return &ai.ModelResponse{}, nil
+	})
+}
+
 // Decided parts are marked and never decided again; inline outputs and
 // read tool responses stay as they are; a cancelled context is an error.
 func TestMiddlewareParts(t *testing.T) {
-	env := adapttest.New(t, nil)
 	var decisions int
-	mw := hybridgenkit.Middleware(env.Off, &hybridgenkit.Options{OnDecision: func(context.Context, string, *hybridctx.OffloadResult) { decisions++ }})
 	var seen *ai.ModelRequest
-	next := mw(func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
-		seen = req
-		return &ai.ModelResponse{}, nil
-	})
+	next := capture(t, &decisions, &seen)
 	big := map[string]any{"rows": strings.Repeat("r,", 5000)}
 	req := &ai.ModelRequest{Messages: []*ai.Message{{Role: ai.RoleTool, Content: []*ai.Part{
 		ai.NewToolResponsePart(&ai.ToolResponse{Name: "small", Ref: "1", Output: "ok"}),
@@ -215,14 +222,9 @@ func TestBadInput(t *testing.T) {
 // (the media stored as its decoded bytes), small ones and media behind a
 // URL stay, and the caller's request is not changed.
 func TestMultipartPartsBounded(t *testing.T) {
-	env := adapttest.New(t, nil)
 	var decisions int
-	mw := hybridgenkit.Middleware(env.Off, &hybridgenkit.Options{OnDecision: func(context.Context, string, *hybridctx.OffloadResult) { decisions++ }})
 	var seen *ai.ModelRequest
-	next := mw(func(_ context.Context, req *ai.ModelRequest, _ ai.ModelStreamCallback) (*ai.ModelResponse, error) {
-		seen = req
-		return &ai.ModelResponse{}, nil
-	})
+	next := capture(t, &decisions, &seen)
 	image := bytes.Repeat([]byte{0x89, 'P', 'N', 'G', 0, 1, 2, 0xff}, 2000)
 	bigText := strings.Repeat("log line\n", 2000)
 	extra := []*ai.Part{
