@@ -1,7 +1,6 @@
 package hybridctx
 
 import (
-	"encoding/hex"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -21,7 +20,7 @@ const readWindow = 65536
 // only on the body and the policy, so it is byte-identical each time
 // (prompt-cache stable).
 func storedNotice(buf *[noticeBuf]byte, ref artifact.Ref, size, lines int64, kind, tool string) string {
-	b := appendRef(buf[:0], ref)
+	b := ref.AppendString(buf[:0])
 	refText := b // the second reference copies the first: one hex encoding
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, size, 10)
@@ -51,13 +50,6 @@ func storedNotice(buf *[noticeBuf]byte, ref artifact.Ref, size, lines int64, kin
 // of at most 19 digits, the longest kind and read tool name (64 bytes), and
 // the fixed words.
 const noticeBuf = 2*artifact.RefLen + 3*19 + 6 + MaxReadToolNameLen + 160
-
-// appendRef appends ref's canonical text.
-func appendRef(b []byte, ref artifact.Ref) []byte {
-	sum := ref.Sum()
-	b = append(b, artifact.Prefix...)
-	return hex.AppendEncode(b, sum[:])
-}
 
 // failureAdvice is the one line of advice after a categorical failure.
 var failureAdvice = map[Reason]string{

@@ -138,23 +138,31 @@ func (r Ref) Sum() [sha256.Size]byte { return r.sum }
 
 // Hex returns the 64 lowercase hex digits of the digest, or "" for the zero Ref.
 func (r Ref) Hex() string {
-	if !r.valid {
-		return ""
-	}
 	var b [2 * sha256.Size]byte
-	hex.Encode(b[:], r.sum[:])
-	return string(b[:])
+	return string(r.AppendHex(b[:0]))
 }
 
 // String returns the canonical text, or "" for the zero Ref.
 func (r Ref) String() string {
-	if !r.valid {
-		return ""
-	}
 	var b [RefLen]byte
-	copy(b[:], Prefix)
-	hex.Encode(b[len(Prefix):], r.sum[:])
-	return string(b[:])
+	return string(r.AppendString(b[:0]))
+}
+
+// AppendHex appends Hex's digits to b (nothing for the zero Ref), for a
+// caller that keeps them in memory of its own.
+func (r Ref) AppendHex(b []byte) []byte {
+	if !r.valid {
+		return b
+	}
+	return hex.AppendEncode(b, r.sum[:])
+}
+
+// AppendString appends String's text to b (nothing for the zero Ref).
+func (r Ref) AppendString(b []byte) []byte {
+	if !r.valid {
+		return b
+	}
+	return r.AppendHex(append(b, Prefix...))
 }
 
 // MarshalText implements encoding.TextMarshaler. The zero Ref is an error.

@@ -221,3 +221,19 @@ func TestTruncateUTF8(t *testing.T) {
 		t.Fatal("short string changed")
 	}
 }
+
+// TestAppendTextMatchesStrings: AppendHex and AppendString append exactly
+// Hex and String after what b holds, and nothing for the zero Ref.
+func TestAppendTextMatchesStrings(t *testing.T) {
+	r := artifact.RefOf([]byte("body"))
+	if got := string(r.AppendHex([]byte("k="))); got != "k="+r.Hex() || len(r.Hex()) != 64 {
+		t.Errorf("AppendHex = %q, Hex = %q", got, r.Hex())
+	}
+	if got := string(r.AppendString([]byte("> "))); got != "> "+r.String() || len(r.String()) != artifact.RefLen {
+		t.Errorf("AppendString = %q, String = %q", got, r.String())
+	}
+	var zero artifact.Ref
+	if got := string(zero.AppendString(zero.AppendHex([]byte("x")))); got != "x" || zero.Hex() != "" || zero.String() != "" {
+		t.Errorf("zero Ref appends %q, Hex %q, String %q", got, zero.Hex(), zero.String())
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"hash"
 	"io"
@@ -79,8 +78,7 @@ type Pending struct {
 // hundred bytes, whose references to the body's bytes Discard clears.)
 func (p *Pending) key() string {
 	if !p.hasHex {
-		sum := p.ref.Sum()
-		hex.Encode(p.hex[:], sum[:])
+		p.ref.AppendHex(p.hex[:0])
 		p.hasHex = true
 	}
 	return unsafe.String(&p.hex[0], len(p.hex))
