@@ -19,16 +19,14 @@ import (
 // one is classified here, first, by a classifier that stays on the stack.
 func (st *storing) digestBytes(ctx context.Context) error {
 	if n := len(st.bytes); n >= overlapMin || n >= overlapJSONMin && classify.MayBeJSON(st.bytes) {
-		return st.digestOverlapped(ctx)
+		c := new(classify.Classifier)
+		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c, ObserveBeside: true})
+		return st.digested(p, c, err)
 	}
 	var c classify.Classifier
 	_, _ = c.Write(st.bytes)
 	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, nil)
-	if err != nil {
-		return err
-	}
-	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
-	return nil
+	return st.digested(p, &c, err)
 }
 
 // The smallest byte inputs whose classification overlaps their hash: any
@@ -41,10 +39,8 @@ const (
 	overlapJSONMin = 32 << 10
 )
 
-// digestOverlapped is digestBytes with the classifier on its own goroutine.
-func (st *storing) digestOverlapped(ctx context.Context) error {
-	c := new(classify.Classifier)
-	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c, ObserveBeside: true})
+// digested keeps the digest and classification of byte input.
+func (st *storing) digested(p *workspace.Pending, c *classify.Classifier, err error) error {
 	if err != nil {
 		return err
 	}

@@ -50,9 +50,10 @@ type IngestOptions struct {
 	// example a classifier). It must not fail.
 	Observer io.Writer
 	// ObserveBeside makes IngestBytes run the observer on a goroutine of
-	// its own, overlapped with the hash, at any size; by default only a
-	// body of more than one chunk is, since below that the hand-off costs
-	// more than a light observer saves.
+	// its own, overlapped with the hash, so the two cost the time of the
+	// slower one. The caller decides: only it knows whether its observer's
+	// work on these bytes is worth a goroutine hand-off. (Ingest always
+	// overlaps them for a body of more than one chunk.)
 	ObserveBeside bool
 }
 
@@ -150,17 +151,13 @@ func (s *Store) Ingest(ctx context.Context, r io.Reader, opts *IngestOptions) (p
 	return &Pending{s: s, w: w, ref: artifact.RefFromSum(sum), size: n}, n, nil
 }
 
-// parallelMin is the smallest body whose observer IngestBytes runs on a
-// goroutine of its own, overlapped with the hash.
-const parallelMin = chunkSize
-
 // IngestBytes is Ingest for a body already in memory: it hashes b now and
 // writes it only when Commit or Attach needs the bytes, so that a body the
 // workspace already holds costs no write at all. When opts has an
-// observer (for example a classifier) it sees b once; for a body larger
-// than one chunk it runs on its own goroutine while b is hashed, so the two
-// cost the time of the slower one. b is not copied: it must not change
-// until the Pending is ended.
+// observer (for example a classifier) it sees b once, on the calling
+// goroutine before the hash, or with ObserveBeside on a goroutine of its
+// own while b is hashed. b is not copied: it must not change until the
+// Pending is ended.
 func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -176,7 +173,7 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 	switch {
 	case o.Observer == nil:
 		ref = artifact.RefOf(b)
-	case len(b) < parallelMin && !o.ObserveBeside:
+	case !o.ObserveBeside:
 		_, _ = o.Observer.Write(b)
 		ref = artifact.RefOf(b)
 	default:
