@@ -56,8 +56,9 @@
 //     any byte: it takes the tokens cut by the end of a write and finds
 //     syntax errors.
 //
-// The UTF-8 of what the block pass did not cover is checked with
-// utf8.Valid, carrying at most 3 bytes of a split rune to the next write.
+// The UTF-8 of what the block pass did not cover is checked by validUTF8
+// (utf8.go: 32 bytes at a time with AVX2, utf8.Valid elsewhere), carrying
+// at most 3 bytes of a split rune to the next write.
 // Each check stops as soon as its answer is known: UTF-8 validation after
 // the first invalid sequence, and the JSON scan after the first syntax
 // error (often the first non-whitespace byte of a text or binary stream).
