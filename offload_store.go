@@ -20,7 +20,7 @@ import (
 func (st *storing) digestBytes(ctx context.Context) error {
 	if n := len(st.bytes); n >= overlapMin || n >= overlapJSONMin && classify.MayBeJSON(st.bytes) {
 		c := new(classify.Classifier)
-		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c, ObserveBeside: true})
+		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c})
 		return st.digested(p, c, err)
 	}
 	var c classify.Classifier

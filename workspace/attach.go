@@ -83,8 +83,10 @@ func (s *Store) Attach(ctx context.Context, p *Pending, rec artifact.Record) (At
 		return AttachWriteFailed, wrap("attach", p.ref, errors.New("pending body already ended"))
 	}
 	rec.Ref, rec.Size = p.ref, p.size
-	// The owner and reference are checked once here; the steps below call
-	// the drivers directly and wrap only the errors they return.
+	// The owner and reference are checked here, and the record is looked up
+	// from the driver directly, so that the common "no record yet" case
+	// costs no wrapped error; the steps below check again where they go
+	// through the Store.
 	if err := s.checkOwner(ctx, rec.Owner, rec.Ref); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr

@@ -47,14 +47,10 @@ type IngestOptions struct {
 	// than MaxBytes bytes were read.
 	MaxBytes int64
 	// Observer, when non-nil, sees every byte as it is written (for
-	// example a classifier). It must not fail.
+	// example a classifier). It must not fail. IngestBytes runs it on a
+	// goroutine of its own, overlapped with the hash; a caller for whom
+	// that hand-off costs more than it saves writes to it itself instead.
 	Observer io.Writer
-	// ObserveBeside makes IngestBytes run the observer on a goroutine of
-	// its own, overlapped with the hash, so the two cost the time of the
-	// slower one. The caller decides: only it knows whether its observer's
-	// work on these bytes is worth a goroutine hand-off. (Ingest always
-	// overlaps them for a body of more than one chunk.)
-	ObserveBeside bool
 }
 
 // Pending is a body that has been hashed but is not yet visible: already
@@ -154,10 +150,9 @@ func (s *Store) Ingest(ctx context.Context, r io.Reader, opts *IngestOptions) (p
 // IngestBytes is Ingest for a body already in memory: it hashes b now and
 // writes it only when Commit or Attach needs the bytes, so that a body the
 // workspace already holds costs no write at all. When opts has an
-// observer (for example a classifier) it sees b once, on the calling
-// goroutine before the hash, or with ObserveBeside on a goroutine of its
-// own while b is hashed. b is not copied: it must not change until the
-// Pending is ended.
+// observer (for example a classifier) it sees b once, on a goroutine of
+// its own while b is hashed, so the two cost the time of the slower one.
+// b is not copied: it must not change until the Pending is ended.
 func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -172,9 +167,6 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 	var ref artifact.Ref
 	switch {
 	case o.Observer == nil:
-		ref = artifact.RefOf(b)
-	case !o.ObserveBeside:
-		_, _ = o.Observer.Write(b)
 		ref = artifact.RefOf(b)
 	default:
 		done := make(chan struct{})

@@ -60,9 +60,6 @@ func TestPipelinedBodiesRoundTrip(t *testing.T) {
 			"IngestBytes": func(s *workspace.Store, obs io.Writer) (*workspace.Pending, error) {
 				return s.IngestBytes(ctx, data, &workspace.IngestOptions{Observer: obs})
 			},
-			"IngestBytes beside": func(s *workspace.Store, obs io.Writer) (*workspace.Pending, error) {
-				return s.IngestBytes(ctx, data, &workspace.IngestOptions{Observer: obs, ObserveBeside: true})
-			},
 		}
 		for name, ingest := range forms {
 			s, in, _ := instrumented(nil)
