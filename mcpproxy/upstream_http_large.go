@@ -31,8 +31,8 @@ import (
 // with the same id in its place (so that it ends the request's stream), which
 // the connection skips. A message over the limit is never held: it is read in
 // constant memory for its id, and its placeholder becomes the size error the
-// stdio reader gives. Any other large message is read whole, up to the
-// limit, as before. Event streams: upstream_http_sse.go.
+// stdio reader gives. Any other long message reaches the SDK whole, as
+// the hook gives it back (its long value spooled while it was read). Event streams: upstream_http_sse.go.
 
 // largeState is an HTTPUpstream connection's reading of large messages.
 type largeState struct {
@@ -109,40 +109,26 @@ func (st *largeState) message(src io.Reader) ([]byte, error) {
 			return st.over(r)
 		}
 	}
-	if h != nil && len(prefix) >= h.above {
-		// The hook reads the whole message: it bounds a tools/call result
-		// as it streams (and answers the client itself), or gives back any
-		// other message with its long value spooled.
-		m, err := h.hook(prefix, r)
-		r.drain()
-		if r.err != nil {
-			return nil, r.err
-		}
-		var bad *badMessage
-		switch {
-		case errors.As(err, &bad):
-			return st.placeholder(r.sc.id, bad), nil
-		case err != nil:
-			return nil, err
-		case m == nil:
-			return st.placeholder(r.sc.id, nil), nil
-		}
-		return m.encode(), nil
+	// Here the prefix reached the hook's length: one that reached limit+1
+	// is over the limit above, and without a hook upTo is limit+1. The hook
+	// reads the whole message: it bounds a tools/call result as it streams
+	// (and answers the client itself), or gives back any other message with
+	// its long value spooled.
+	m, err := h.hook(prefix, r)
+	r.drain()
+	if r.err != nil {
+		return nil, r.err
 	}
-	whole := prefix
-	buf := make([]byte, streamBuffer)
-	for {
-		n, err := r.Read(buf)
-		whole = append(whole, buf[:n]...)
-		switch {
-		case errors.Is(err, errLineTooLarge):
-			return st.over(r)
-		case errors.Is(err, io.EOF):
-			return whole, nil
-		case err != nil:
-			return nil, err
-		}
+	var bad *badMessage
+	switch {
+	case errors.As(err, &bad):
+		return st.placeholder(r.sc.id, bad), nil
+	case err != nil:
+		return nil, err
+	case m == nil:
+		return st.placeholder(r.sc.id, nil), nil
 	}
+	return m.encode(), nil
 }
 
 // over reads the rest of a message over the limit in constant memory and
