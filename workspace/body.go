@@ -8,6 +8,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"runtime"
 	"sync"
 	"unsafe"
 
@@ -174,6 +175,12 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 			defer close(done)
 			_, _ = o.Observer.Write(b)
 		}()
+		// The observer's goroutine waits in this P's run-next slot, where
+		// an idle P does not take it while this goroutine runs: without
+		// yielding, it would start only once the hash is done, after it
+		// instead of beside it. Yielding lets it run here now while this
+		// goroutine moves to the P that newproc woke.
+		runtime.Gosched()
 		ref = artifact.RefOf(b)
 		<-done
 	}
