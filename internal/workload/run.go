@@ -28,6 +28,10 @@ const (
 	// DefaultConversationLen is how many tool calls one conversation of a
 	// session holds before the session starts a fresh one.
 	DefaultConversationLen = 256
+	// DefaultReadAhead is how many bytes of results Run takes from its
+	// source before its clock starts: the whole default workload (about
+	// 69 MB) and more.
+	DefaultReadAhead = 256 << 20
 )
 
 // RunOptions tune Run. The zero value means defaults.
@@ -52,6 +56,12 @@ type RunOptions struct {
 	Sinks []hybridctx.Sink
 	// Now is the clock latencies are measured with; nil means time.Now.
 	Now func() time.Time
+	// ReadAhead is how many bytes of results Run takes from the source
+	// before its clock starts, so that producing them (generating or
+	// decoding a workload) takes no core from the decisions being timed;
+	// the items after them are produced during the run. 0 means
+	// DefaultReadAhead; a negative value reads nothing ahead.
+	ReadAhead int64
 }
 
 // ErrRun wraps failures of the run itself (not of a round trip, which the
@@ -147,6 +157,7 @@ func Run(ctx context.Context, src Source, store *workspace.Store, opts *RunOptio
 	}
 	sinks := append([]hybridctx.Sink{hybridctx.SinkFunc(r.observe)}, r.o.Sinks...)
 	r.rep = hybridctx.NewReporter(hybridctx.ReporterOptions{RunID: r.o.RunID, AgentID: "bench", Sinks: sinks})
+	src = readAhead(src, r.o.ReadAhead)
 	start := r.now()
 
 	ctx, cancel := context.WithCancel(ctx)
@@ -210,6 +221,9 @@ func (r *runner) fillDefaults() {
 	if r.o.ConversationLen <= 0 {
 		r.o.ConversationLen = DefaultConversationLen
 	}
+	if r.o.ReadAhead == 0 {
+		r.o.ReadAhead = DefaultReadAhead
+	}
 	r.now = r.o.Now
 	if r.now == nil {
 		r.now = time.Now
@@ -218,6 +232,44 @@ func (r *runner) fillDefaults() {
 
 func (r *runner) owner(session string) artifact.Owner {
 	return artifact.Owner{User: r.o.User, Workflow: r.o.Workflow, Session: session}
+}
+
+// aheadSource yields the items read ahead of the run, then the source's
+// error met while reading them, if any, then the rest of the source.
+type aheadSource struct {
+	src   Source
+	items []Item
+	err   error
+}
+
+// readAhead takes items from src until their contents reach limit bytes
+// or src ends or fails. Items keep their order, and an error keeps its
+// place after them, as if nothing had been read ahead.
+func readAhead(src Source, limit int64) Source {
+	a := &aheadSource{src: src}
+	for n := int64(0); n < limit; {
+		it, err := src.Next()
+		if err != nil {
+			a.err = err
+			break
+		}
+		a.items = append(a.items, it)
+		n += int64(len(it.Content))
+	}
+	return a
+}
+
+func (a *aheadSource) Next() (Item, error) {
+	if len(a.items) > 0 {
+		it := a.items[0]
+		a.items[0] = Item{} // the session owns it now
+		a.items = a.items[1:]
+		return it, nil
+	}
+	if a.err != nil {
+		return Item{}, a.err
+	}
+	return a.src.Next()
 }
 
 // dispatch reads src and hands each item to its session, in order.

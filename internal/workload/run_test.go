@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/workspace"
@@ -178,5 +179,73 @@ func TestRunErrors(t *testing.T) {
 func TestLatencyOf(t *testing.T) {
 	if l := latencyOf(nil); l != (Latency{}) {
 		t.Fatalf("latencyOf(nil) = %+v", l)
+	}
+}
+
+// countingSource counts the items taken from it and fails after its items
+// when err is set.
+type countingSource struct {
+	items
+	taken atomic.Int64
+	err   error
+}
+
+func (c *countingSource) Next() (Item, error) {
+	if len(c.items) == 0 && c.err != nil {
+		return Item{}, c.err
+	}
+	it, err := c.items.Next()
+	if err == nil {
+		c.taken.Add(1)
+	}
+	return it, err
+}
+
+func TestRunReadsAheadOfTheClock(t *testing.T) {
+	ctx := context.Background()
+	mk := func() *countingSource {
+		c := &countingSource{}
+		for range 10 {
+			c.items = append(c.items, Item{Session: "a", Tool: "t", Content: bytes.Repeat([]byte("r"), 100)})
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		ahead int64
+		want  int64 // items taken when the clock first reads
+	}{
+		{0, 10},   // the default reads the whole workload
+		{250, 3},  // up to 250 bytes: the third item reaches it
+		{-1, 0},   // nothing ahead
+		{1e6, 10}, // more than there is
+	} {
+		src := mk()
+		taken := int64(-1)
+		now := func() time.Time {
+			if taken < 0 {
+				taken = src.taken.Load()
+			}
+			return time.Now()
+		}
+		store, _ := memWorkspace()
+		rep, err := Run(ctx, src, store, &RunOptions{Threshold: 64, ReadAhead: tc.ahead, Now: now})
+		if err != nil || rep.Results != 10 || rep.Decisions["offloaded"]+rep.Decisions["existing_reference"] != 10 {
+			t.Fatalf("ReadAhead %d: %+v, %v", tc.ahead, rep, err)
+		}
+		if taken != tc.want {
+			t.Errorf("ReadAhead %d: %d items taken before the clock, want %d", tc.ahead, taken, tc.want)
+		}
+	}
+	// An error met while reading ahead is still the run's error, met
+	// after the items before it.
+	boom := errors.New("source broke")
+	src := mk()
+	src.err = boom
+	store, _ := memWorkspace()
+	if _, err := Run(ctx, src, store, nil); !errors.Is(err, boom) {
+		t.Fatalf("source error after read-ahead: %v", err)
+	}
+	if src.taken.Load() != 10 {
+		t.Errorf("%d items taken before the error, want 10", src.taken.Load())
 	}
 }
