@@ -175,12 +175,18 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 			defer close(done)
 			_, _ = o.Observer.Write(b)
 		}()
-		// The observer's goroutine waits in this P's run-next slot, where
-		// an idle P does not take it while this goroutine runs: without
-		// yielding, it would start only once the hash is done, after it
-		// instead of beside it. Yielding lets it run here now while this
-		// goroutine moves to the P that newproc woke.
-		runtime.Gosched()
+		// The observer's goroutine waits in this P's run-next slot, which
+		// the P that newproc woke takes only once awake and spinning: tens
+		// of microseconds on a virtual machine, the whole hash of a body
+		// under a chunk, which the observer would then follow instead of
+		// running beside it. Such a body yields, so that the observer runs
+		// here now and this goroutine moves to the woken P. A longer hash
+		// leaves time for the steal, and keeping its core is then cheaper
+		// (measured: −20% at 128 KiB of JSON with the yield, +7 to +14%
+		// from 256 KiB).
+		if len(b) < chunkSize {
+			runtime.Gosched()
+		}
 		ref = artifact.RefOf(b)
 		<-done
 	}
