@@ -17,7 +17,8 @@ type Floor struct {
 }
 
 // FloorRatio is each latency percentile over its Floor; 0 when the floor
-// measured 0 (a clock too coarse).
+// measured 0 (a clock too coarse). As Latency.RatioToOwnHash it is instead
+// the percentiles of the decisions' own ratios.
 type FloorRatio struct {
 	P50 float64 `json:"p50"`
 	P95 float64 `json:"p95"`
@@ -97,5 +98,23 @@ func (f *floorMeter) latency(s []sample) Latency {
 	fl.P95, r.P95 = at(0.95)
 	fl.P99, r.P99 = at(0.99)
 	l.HashFloor, l.RatioToHash = &fl, &r
+	l.RatioToOwnHash = f.ownRatios(s)
 	return l
+}
+
+// ownRatios is the percentiles of every decision's latency over the hash
+// floor of its own bytes; nil when no floor measured above 0.
+func (f *floorMeter) ownRatios(s []sample) *FloorRatio {
+	own := make([]float64, 0, len(s))
+	for _, x := range s {
+		if h := f.hashTime(x.n); h > 0 {
+			own = append(own, float64(x.d)/float64(h))
+		}
+	}
+	if len(own) == 0 {
+		return nil
+	}
+	slices.Sort(own)
+	at := func(p float64) float64 { return own[nearestRank(p, len(own))] }
+	return &FloorRatio{P50: at(0.50), P95: at(0.95), P99: at(0.99)}
 }

@@ -31,8 +31,16 @@ func TestFloorIsTheHashOfThePercentileDecision(t *testing.T) {
 	if r := *l.RatioToHash; r.P50 != 50_000.0/51 || r.P95 != 95_000.0/6 || r.P99 != 99_000.0/2 {
 		t.Errorf("ratio %+v", r)
 	}
-	if hashed != 3*(floorRuns+1) {
-		t.Errorf("hashed %d times, want %d", hashed, 3*(floorRuns+1))
+	// Every decision's own ratio is (i+1) ms over (100-i) µs: 10 for the
+	// fastest, rising with i; the percentiles are taken over those ratios.
+	own := func(i int) float64 { return float64(i+1) * 1000 / float64(100-i) }
+	if r := *l.RatioToOwnHash; r.P50 != own(49) || r.P95 != own(94) || r.P99 != own(98) {
+		t.Errorf("own ratios %+v, want %v %v %v", r, own(49), own(94), own(98))
+	}
+	// Each size is hashed once (floorRuns passes and a warm-up), for the
+	// percentiles and the own ratios together.
+	if hashed != 100*(floorRuns+1) {
+		t.Errorf("hashed %d times, want %d", hashed, 100*(floorRuns+1))
 	}
 	if l := f.latency(nil); l != (Latency{}) {
 		t.Errorf("latency of nothing = %+v", l)
@@ -51,7 +59,7 @@ func TestRunReportsHashFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.DecisionLatency.HashFloor == nil || rep.DecisionLatency.RatioToHash == nil {
+	if l := rep.DecisionLatency; l.HashFloor == nil || l.RatioToHash == nil || l.RatioToOwnHash == nil || l.RatioToOwnHash.P50 <= 0 {
 		t.Fatalf("decision latency without a floor: %+v", rep.DecisionLatency)
 	}
 	for oc, l := range rep.DecisionLatencyByOutcome {

@@ -86,6 +86,10 @@ type Latency struct {
 	// HashFloor and RatioToHash are set on decision latencies only.
 	HashFloor   *Floor      `json:"hash_floor_us,omitempty"`
 	RatioToHash *FloorRatio `json:"ratio_to_hash,omitempty"`
+	// RatioToOwnHash, on decision latencies, is the percentiles of every
+	// decision's latency over the SHA-256 time of its own bytes: p95 1.3
+	// means 95% of the decisions took at most 1.3 times their hash.
+	RatioToOwnHash *FloorRatio `json:"ratio_to_own_hash,omitempty"`
 }
 
 // RehydrationReport holds read latencies and outcomes.
