@@ -154,6 +154,9 @@ type Store struct {
 	noGroup   bool       // Options.noGroup
 	bodySync  syncGroup  // joins the body directory fsyncs of concurrent commits
 	dur       durability // which bodies this Store published are durable
+	// bodyDirF is the body directory, held open for its fsyncs so that a
+	// commit opens no directory for them.
+	bodyDirF vfs.File
 
 	closeOnce sync.Once
 	closeErr  error
@@ -248,6 +251,11 @@ func (s *Store) initFiles(ctx context.Context) error {
 		}
 		created = created || c
 	}
+	d, err := s.fsys.OpenFile(bodyDir, os.O_RDONLY, 0)
+	if err != nil {
+		return fmt.Errorf("dirstore: open %s: %w", bodyDir, err)
+	}
+	s.bodyDirF = d
 	if err := s.sweepTemps(ctx); err != nil {
 		return err
 	}
@@ -350,6 +358,9 @@ func (s *Store) Close() error {
 		if s.rec != nil {
 			errs = append(errs, s.rec.close())
 		}
+		if s.bodyDirF != nil {
+			errs = append(errs, s.bodyDirF.Close())
+		}
 		errs = append(errs, s.fsys.Close())
 		s.closeErr = errors.Join(errs...)
 	})
@@ -374,6 +385,9 @@ func bodyPath(key string) string { return bodyDir + "/" + key }
 // syncDir fsyncs the directory name under the root, so that links, renames
 // and removals in it are durable.
 func (s *Store) syncDir(name string) error {
+	if name == bodyDir && s.bodyDirF != nil {
+		return s.bodyDirF.Sync()
+	}
 	d, err := s.fsys.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return err
