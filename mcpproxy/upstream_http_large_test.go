@@ -387,3 +387,29 @@ func TestHTTPStreamedExactID(t *testing.T) {
 		}
 	}
 }
+
+// TestSSEFieldsBounded: an event's fields other than data are kept up to
+// maxEventFields bytes; a field line beyond that is dropped whole, and the
+// event's data, its other fields and the next event still arrive.
+func TestSSEFieldsBounded(t *testing.T) {
+	long := strings.Repeat("x", maxEventFields)
+	in := "event: first\nid: " + long + "\ndata: {\"a\":1}\n\nid: 9\ndata: {\"b\":2}\n\n"
+	b := &sseBody{st: newLargeState(-1), br: bufio.NewReaderSize(strings.NewReader(in), 64), src: io.NopCloser(nil)}
+	rebuilt, err := io.ReadAll(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(rebuilt, []byte(long[:1024])) {
+		t.Fatalf("the over-long id line was kept (%d bytes rebuilt)", len(rebuilt))
+	}
+	got := sseEvents(t, rebuilt, -1)
+	want := []sseEvent{{event: "first", data: `{"a":1}`}, {id: "9", data: `{"b":2}`}}
+	if len(got) != len(want) {
+		t.Fatalf("%d events, want %d: %q", len(got), len(want), rebuilt)
+	}
+	for i := range want {
+		if g, w := got[i], want[i]; g.id != w.id || g.event != w.event || g.data != w.data {
+			t.Errorf("event %d: %+v, want %+v", i, g, w)
+		}
+	}
+}
