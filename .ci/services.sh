@@ -21,11 +21,18 @@
 HYBRIDCTX_VERSITYGW_VERSION="v1.8.0"
 HYBRIDCTX_S3_BUCKET="hybridctx-test"
 
-# hybridctx_free_port prints a TCP port on 127.0.0.1 that nothing listens on.
+# hybridctx_free_port prints a TCP port on 127.0.0.1 that nothing listens on,
+# below the kernel's ephemeral range: a port in that range can be taken by
+# any outgoing connection between this check and the server's bind.
 hybridctx_free_port() {
-	local port
+	local port low=32768 high
+	if read -r low high </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null && [ "$low" -gt 11000 ]; then
+		:
+	else
+		low=32768
+	fi
 	for _ in $(seq 1 200); do
-		port=$((20000 + RANDOM % 40000))
+		port=$((10000 + RANDOM % (low - 10000)))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return 0
@@ -73,15 +80,26 @@ hybridctx_start_postgres() {
 	printf '%s\n' "$password" >"$HYBRIDCTX_PG_DIR/pwfile"
 	chown -R postgres: "$HYBRIDCTX_PG_DIR"
 	chmod 700 "$HYBRIDCTX_PG_DIR"
+	HYBRIDCTX_PG_BINDIR="$bindir"
 	runuser -u postgres -- "$bindir/initdb" -D "$HYBRIDCTX_PG_DIR/data" -U hybridctx \
 		--pwfile="$HYBRIDCTX_PG_DIR/pwfile" --auth=scram-sha-256 -E UTF8 --no-instructions >/dev/null
 	rm -f "$HYBRIDCTX_PG_DIR/pwfile"
 	# synchronous_commit=off keeps every commit durable in order but lets the
 	# WAL flush lag a few milliseconds: the suites run several times faster.
-	runuser -u postgres -- "$bindir/pg_ctl" -D "$HYBRIDCTX_PG_DIR/data" -l "$HYBRIDCTX_PG_DIR/log" -w -t 60 \
-		-o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$HYBRIDCTX_PG_DIR -c max_connections=300 -c synchronous_commit=off" \
-		start >/dev/null
-	HYBRIDCTX_PG_BINDIR="$bindir"
+	# A port taken between the check and the bind is tried again elsewhere.
+	local try
+	for try in 1 2 3; do
+		if runuser -u postgres -- "$bindir/pg_ctl" -D "$HYBRIDCTX_PG_DIR/data" -l "$HYBRIDCTX_PG_DIR/log" -w -t 60 \
+			-o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$HYBRIDCTX_PG_DIR -c max_connections=300 -c synchronous_commit=off" \
+			start >/dev/null; then
+			break
+		fi
+		if [ "$try" = 3 ]; then
+			tail -n 5 "$HYBRIDCTX_PG_DIR/log" >&2
+			return 1
+		fi
+		port="$(hybridctx_free_port)"
+	done
 	export HYBRIDCTX_TEST_POSTGRES="postgres://hybridctx:$password@127.0.0.1:$port/postgres?sslmode=disable"
 	echo "PostgreSQL $("$bindir/postgres" --version | awk '{print $3}') on 127.0.0.1:$port"
 }
@@ -139,7 +157,9 @@ hybridctx_services_stop() {
 		HYBRIDCTX_S3_DIR=""
 	fi
 	if [ -n "${HYBRIDCTX_PG_DIR:-}" ]; then
-		runuser -u postgres -- "$HYBRIDCTX_PG_BINDIR/pg_ctl" -D "$HYBRIDCTX_PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+		if [ -n "${HYBRIDCTX_PG_BINDIR:-}" ]; then
+			runuser -u postgres -- "$HYBRIDCTX_PG_BINDIR/pg_ctl" -D "$HYBRIDCTX_PG_DIR/data" -m fast -w stop >/dev/null 2>&1 || true
+		fi
 		rm -rf "$HYBRIDCTX_PG_DIR"
 		HYBRIDCTX_PG_DIR=""
 	fi
