@@ -160,11 +160,8 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 		bp = smallPool.Get().(*[]byte)
 		defer smallPool.Put(bp)
 		var m int
-		m, err = io.ReadFull(r, (*bp)[:o.policy.InlineThreshold+1])
+		m, err = readFull(r, (*bp)[:o.policy.InlineThreshold+1])
 		head, n = (*bp)[:m], int64(m)
-		if err == io.ErrUnexpectedEOF {
-			err = io.EOF
-		}
 	} else {
 		var buf bytes.Buffer
 		n, err = io.CopyN(&buf, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
@@ -204,12 +201,12 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 			defer smallPool.Put(bp)
 		}
 		buf := append((*bp)[:0], head...) // in place when the head is in it
-		m, err := io.ReadFull(r, buf[len(buf):lim+1])
+		m, err := readFull(r, buf[len(buf):lim+1])
 		st.read += int64(m)
 		st.size = st.read
 		buf = buf[:st.read]
 		switch {
-		case err == io.EOF || err == io.ErrUnexpectedEOF:
+		case err == io.EOF:
 			st.bytes = buf
 			err := st.digestBytes(ctx)
 			// Stream input: Consumed, not the bytes, is what the host gets,
@@ -253,6 +250,22 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	}
 	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
 	return st.decide(ctx)
+}
+
+// readFull reads into buf until it is full or r ends, and returns io.EOF
+// when r ended first. Unlike io.ReadFull it never turns an error into the
+// end of input: an io.ErrUnexpectedEOF of r's own (a body cut short) stays
+// r's error, so a truncated result is never decided as a complete one.
+func readFull(r io.Reader, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		k, err := r.Read(buf[n:])
+		n += k
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
 
 // smallStream is the longest streamed result decided from memory (see

@@ -91,6 +91,30 @@ func TestStreamSourceError(t *testing.T) {
 	}
 }
 
+// TestStreamTruncatedIsAnError: a source that fails with
+// io.ErrUnexpectedEOF (a body cut short: an HTTP response, a gzip stream)
+// fails the call like any other source error, wherever the cut falls: in
+// the bytes that decide, in a stream decided from memory, in a long one.
+// Nothing is inlined, stored or reported as if the stream had ended.
+func TestStreamTruncatedIsAnError(t *testing.T) {
+	for _, n := range []int{2, 10, 100 << 10, 600 << 10} {
+		e := newEnv(t, 4)
+		r := io.MultiReader(bytes.NewReader(bytes.Repeat([]byte("z"), n)), truncated{})
+		out, err := e.off.OffloadReader(e.ctx, hybridctx.Call{}, r)
+		if !errors.Is(err, hybridctx.ErrSource) || !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("cut after %d bytes: %+v, %v", n, out, err)
+		}
+		if len(e.events.all()) != 0 || e.inst.Counts().Commits != 0 {
+			t.Fatalf("cut after %d bytes: reported or stored", n)
+		}
+	}
+}
+
+// truncated is a source cut short.
+type truncated struct{}
+
+func (truncated) Read([]byte) (int, error) { return 0, io.ErrUnexpectedEOF }
+
 func TestStreamRewoundOnFailure(t *testing.T) {
 	e := newEnv(t, 4)
 	e.hooks.Write = func([]byte) error { return errors.New("ENOSPC") }
