@@ -215,6 +215,8 @@ func (l *longLine) bad(err error) error {
 		return &badMessage{code: jsonrpc.CodeParseError, why: whyParse, id: l.sc.id}
 	case errors.Is(err, errNotBounded), errors.As(err, new(base64.CorruptInputError)):
 		return &badMessage{code: jsonrpc.CodeInternalError, why: whyNotBounded, id: l.sc.id}
+	case errors.Is(err, errCut):
+		return &badMessage{code: jsonrpc.CodeInternalError, why: whyCut, id: l.sc.id}
 	}
 	return &badMessage{code: jsonrpc.CodeInternalError, why: whyTaken, id: l.sc.id}
 }

@@ -235,22 +235,7 @@ func TestStreamedBadPayloadStoresNothing(t *testing.T) {
 	if n := r.proxy.streamed.Load(); n != 3 {
 		t.Fatalf("%d of 3 results were streamed: the test does not test streaming", n)
 	}
-	bodies := func() (n int) {
-		t.Helper()
-		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if _, herr := hex.DecodeString(d.Name()); herr == nil && len(d.Name()) == 64 && d.Type().IsRegular() {
-				n++
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
-	}
+	bodies := func() int { return storedBodies(t, dir) }
 	if n := bodies(); n != 0 {
 		t.Fatalf("%d bodies stored from malformed streams", n)
 	}
@@ -264,4 +249,23 @@ func TestStreamedBadPayloadStoresNothing(t *testing.T) {
 	if n := bodies(); n != 1 {
 		t.Fatalf("%d bodies after one good stream, want 1", n)
 	}
+}
+
+// storedBodies counts the bodies of the directory workspace dir: regular
+// files named with 64 hex digits.
+func storedBodies(t *testing.T, dir string) (n int) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if _, herr := hex.DecodeString(d.Name()); herr == nil && len(d.Name()) == 64 && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -110,6 +110,8 @@ const (
 	// stream.go), and one that could not be taken at all.
 	whyNotBounded = "the result could not be bounded"
 	whyTaken      = "the message could not be taken"
+	// A message whose connection failed before its end.
+	whyCut = "the message ended before it was complete"
 )
 
 // parseMessage parses one line. A malformed line gives a *badMessage with

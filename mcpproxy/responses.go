@@ -136,6 +136,7 @@ func (s *session) respond(id json.RawMessage, result any, err error) {
 var (
 	errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
 	errNotSent      = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the request could not be sent to the upstream MCP server"}
+	errCutShort     = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response ended before it was complete"}
 )
 
 // wireError turns an error into the JSON-RPC error the client sees: the

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -201,8 +202,13 @@ func (st *largeState) claim(msg jsonrpc.Message) (placed bool, bad *badMessage, 
 	return true, q[0], id
 }
 
+// errCut means the connection failed inside a message: what came of it is
+// not the message.
+var errCut = errors.New("mcpproxy: the upstream's message was cut short")
+
 // msgRest is the rest of one message past its prefix: a restReader failing
-// once past budget bytes, finding the message's id on the way.
+// once past budget bytes, finding the message's id on the way. A read
+// error of the connection (a message cut short) wraps errCut.
 type msgRest struct {
 	src    io.Reader
 	budget int // < 0: no limit
@@ -226,8 +232,8 @@ func (r *msgRest) Read(p []byte) (int, error) {
 	if err != nil {
 		r.done = true
 		if !errors.Is(err, io.EOF) {
-			r.err = err
-			return n, err
+			r.err = fmt.Errorf("%w: %w", errCut, err)
+			return n, r.err
 		}
 		if n == 0 {
 			return 0, io.EOF

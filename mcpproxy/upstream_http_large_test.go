@@ -7,12 +7,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -411,5 +413,80 @@ func TestSSEFieldsBounded(t *testing.T) {
 		if g, w := got[i], want[i]; g.id != w.id || g.event != w.event || g.data != w.data {
 			t.Errorf("event %d: %+v, want %+v", i, g, w)
 		}
+	}
+}
+
+// cutAfter passes a server's answers through, except that the body of an
+// answer to a tools/call of tool is cut after n bytes and the connection
+// dropped, as a server that dies mid-message would.
+func cutAfter(h http.Handler, tool string, n int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if !bytes.Contains(body, []byte(`"tools/call"`)) || !bytes.Contains(body, []byte(`"name":"`+tool+`"`)) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes()[:n])
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	})
+}
+
+// TestHTTPStreamedCutMidMessage: an upstream that drops the connection
+// while a long result streams into the workspace costs that call an error
+// and stores no body (the bytes that came are no result). Over an event
+// stream the SDK's client resumes and the session goes on; a JSON body
+// cut short fails the SDK's connection, and the session ends with
+// ErrUpstreamClosed.
+func TestHTTPStreamedCutMidMessage(t *testing.T) {
+	const n = 300 << 10
+	for _, mode := range []string{"sse", "json"} {
+		t.Run(mode, func(t *testing.T) {
+			dir := t.TempDir()
+			r := httpRigOn(t, dir, cutAfter(httpServers[mode](bigServer(n)), "text", n/2), 0, streamSmall)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			res, err := r.cs.CallTool(ctx, &mcp.CallToolParams{Name: "text", Arguments: map[string]any{}})
+			switch {
+			case err == nil:
+				t.Fatalf("a cut result was answered: %s", dump(res))
+			case ctx.Err() != nil:
+				t.Fatalf("no answer to a cut result: %v", err)
+			case mode == "sse" && !strings.Contains(err.Error(), errCutShort.Message):
+				t.Fatalf("a cut result: %v, want %q", err, errCutShort.Message)
+			}
+			if s := r.proxy.streamed.Load(); s != 1 {
+				t.Fatalf("%d payloads streamed, want 1: the test does not test streaming", s)
+			}
+			if got := storedBodies(t, dir); got != 0 {
+				t.Fatalf("%d bodies stored from a cut message", got)
+			}
+			if mode == "json" {
+				select {
+				case err := <-r.done:
+					r.done <- err // for the cleanup
+					if !errors.Is(err, ErrUpstreamClosed) {
+						t.Fatalf("session ended with %v, want ErrUpstreamClosed", err)
+					}
+				case <-ctx.Done():
+					t.Fatal("the session outlived its failed upstream connection")
+				}
+				return
+			}
+			if got := texts(r.call(t, "small", nil)); len(got) != 1 || got[0] != "hello" {
+				t.Fatalf("after the cut: %v", got)
+			}
+			if got := texts(r.call(t, "image", nil)); len(got) != 1 || storedBodies(t, dir) != 1 {
+				t.Fatalf("a whole long result after the cut: %v, %d bodies", got, storedBodies(t, dir))
+			}
+		})
 	}
 }
