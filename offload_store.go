@@ -141,7 +141,9 @@ func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
 // through the hasher into the workspace. When the outcome is failed or
 // recovery_required and r is an io.Seeker, r is rewound to where it was, so
 // the caller can still use the content; otherwise Consumed says how much was
-// read.
+// read. Only io.EOF ends the result: any other error of r, io.ErrUnexpectedEOF
+// included (a body cut short), is returned wrapped in ErrSource, and nothing
+// of the call is decided, stored or reported.
 func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (*OffloadResult, error) {
 	if err := start(ctx, call); err != nil {
 		return nil, err
