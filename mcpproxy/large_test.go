@@ -5,12 +5,15 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
@@ -268,4 +271,42 @@ func storedBodies(t *testing.T, dir string) (n int) {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestStreamedUpstreamDiesMidMessage: a stdio upstream that ends, or whose
+// pipe fails, in the middle of a long result being streamed into the
+// workspace stores no body; the call gets an error and the session ends
+// with ErrUpstreamClosed.
+func TestStreamedUpstreamDiesMidMessage(t *testing.T) {
+	for name, end := range map[string]error{"end": nil, "broken pipe": io.ErrUnexpectedEOF} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			r := newRawRigBuf(t, dir, 0, 64, func(p *Proxy) { p.streamAbove = 256 })
+			r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}`)
+			r.upRecv(t)
+			half := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 8*testThreshold)
+			go func() {
+				_, _ = io.WriteString(r.upOut, half)
+				_ = r.upOut.CloseWithError(end)
+			}()
+			if l := r.recv(t); errCode(t, l) >= 0 || string(fields(t, l)["id"]) != "1" {
+				t.Fatalf("the cut call: %.300s", l)
+			}
+			select {
+			case err := <-r.done:
+				r.done <- err // for the cleanup
+				if !errors.Is(err, ErrUpstreamClosed) {
+					t.Fatalf("session ended with %v, want ErrUpstreamClosed", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("the session outlived its upstream")
+			}
+			if n := r.proxy.streamed.Load(); n != 1 {
+				t.Fatalf("%d payloads streamed, want 1: the test does not test streaming", n)
+			}
+			if n := storedBodies(t, dir); n != 0 {
+				t.Fatalf("%d bodies stored from a message cut short", n)
+			}
+		})
+	}
 }
