@@ -40,13 +40,14 @@ and again with the ranged reads); decisions by outcome; decision latency
 decision's event), each percentile next to the SHA-256 time of the bytes
 of its decision measured in the same run (hash_floor_us) and the ratio
 (ratio_to_hash), and the percentiles of every decision's latency over the
-SHA-256 time of its own bytes (ratio_to_own_hash); rehydration latency, whole and ranged; bytes offloaded,
-distinct bodies and their bytes, bodies and bytes in the workspace, and,
-for a directory workspace, the bytes of all its files (bodies, SQLite and
-its journal); the round-trip check; the run's wall time. The first
-<ahead> MiB of results (the whole default workload) are generated or decoded
-before the clock starts, so that producing them takes no core from the
-decisions being timed; any results after them are produced during the run.
+SHA-256 time of its own bytes (ratio_to_own_hash); rehydration latency,
+whole and ranged; bytes offloaded, distinct bodies and their bytes, bodies
+and bytes in the workspace, and, for a directory workspace, the bytes of
+all its files (bodies, SQLite and its journal); the round-trip check; the
+run's wall time. The first <ahead> MiB of results (the whole default
+workload) are generated or decoded before the clock starts, so that
+producing them takes no core from the decisions being timed; any results
+after them are produced during the run.
 
 --workload FILE replays FILE instead ("-" for standard input): JSON Lines,
 one tool result per line,
