@@ -30,6 +30,9 @@ func TestMain(m *testing.M) {
 	}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
+	if testServerDir != "" {
+		_ = os.RemoveAll(testServerDir)
+	}
 	os.Exit(code)
 }
 

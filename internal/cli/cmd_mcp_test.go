@@ -19,12 +19,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// testServer is the mcptestserver program, built once.
+// testServer is the mcptestserver program, built once into testServerDir,
+// which TestMain removes.
 var testServer = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "hybridctx-mcptestserver-")
 	if err != nil {
 		return "", err
 	}
+	testServerDir = dir
 	bin := filepath.Join(dir, "mcptestserver")
 	out, err := exec.Command("go", "build", "-o", bin, "github.com/hybridctx/hybridctx/mcpproxy/internal/mcptestserver").CombinedOutput()
 	if err != nil {
@@ -32,6 +34,9 @@ var testServer = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
+
+// testServerDir is the directory testServer built into, once it has.
+var testServerDir string
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
 type lockedBuffer struct {
