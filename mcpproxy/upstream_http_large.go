@@ -33,7 +33,8 @@ import (
 // the connection skips. A message over the limit is never held: it is read in
 // constant memory for its id, and its placeholder becomes the size error the
 // stdio reader gives. Any other long message reaches the SDK whole, as
-// the hook gives it back (its long value spooled while it was read). Event streams: upstream_http_sse.go.
+// the hook gives it back (its long value spooled while it was read).
+// Event streams: upstream_http_sse.go.
 
 // largeState is an HTTPUpstream connection's reading of large messages.
 type largeState struct {
