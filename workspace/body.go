@@ -363,41 +363,52 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // p's bytes are in memory they already hash to the digest, so the stored
 // body verifies exactly when it equals them: it is compared with them
 // (in place when the backend can, driver.Comparer; else one read, no
-// hash). A streamed body is compared with the bytes written
-// for it when the driver's writer can read them back
-// (driver.WrittenReader), and hashed again otherwise.
+// hash). A streamed body is compared with the bytes written for it: in
+// place when the driver's writer can (driver.WrittenComparer), else read
+// back (driver.WrittenReader); it is hashed again only when neither can.
 func (p *Pending) verifyStored(ctx context.Context) error {
 	wr, reread := p.w.(driver.WrittenReader)
-	if p.mem == nil && !reread {
+	wc, inPlace := p.w.(driver.WrittenComparer)
+	if p.mem == nil && !reread && !inPlace {
 		return p.s.VerifyBody(ctx, p.ref, p.size)
 	}
 	s, ref := p.s, p.ref
 	if err := s.check(ctx, ref); err != nil {
 		return wrap("verify", ref, err)
 	}
-	if p.mem != nil && s.comparer != nil {
-		// The backend compares in place: no reader, no copy.
-		eq, err := s.comparer.EqualBody(ctx, p.key(), p.mem)
-		if err == nil && !eq {
-			err = ErrCorrupt
-		}
-		return wrap("verify", ref, err)
+	var eq bool
+	var err error
+	switch {
+	case p.mem != nil && s.comparer != nil:
+		eq, err = s.comparer.EqualBody(ctx, p.key(), p.mem)
+	case p.mem == nil && inPlace:
+		eq, err = wc.EqualWritten(ctx, p.key())
+	default:
+		return wrap("verify", ref, p.readCompare(ctx, wr))
 	}
+	if err == nil && !eq {
+		err = ErrCorrupt
+	}
+	return wrap("verify", ref, err)
+}
+
+// readCompare opens the stored body of p's digest and compares it with
+// p's bytes in memory, or else with the bytes wr read back.
+func (p *Pending) readCompare(ctx context.Context, wr driver.WrittenReader) error {
 	// The reader describes the body it was opened on: a size that differs
 	// is caught here, before reading, without a stat of its own.
-	r, err := s.bodies.Open(ctx, p.key())
+	r, err := p.s.bodies.Open(ctx, p.key())
 	if err != nil {
-		return wrap("verify", ref, err)
-	}
-	if r.Info().Size != p.size {
-		_ = r.Close()
-		return wrap("verify", ref, ErrCorrupt)
+		return err
 	}
 	defer r.Close()
-	if p.mem == nil {
-		return wrap("verify", ref, equalWritten(ctx, r, wr, p.size))
+	if r.Info().Size != p.size {
+		return ErrCorrupt
 	}
-	return wrap("verify", ref, equalCheck(ctx, r, p.mem))
+	if p.mem == nil {
+		return equalWritten(ctx, r, wr, p.size)
+	}
+	return equalCheck(ctx, r, p.mem)
 }
 
 // equalWritten reads at most size+1 bytes of r and checks that they are

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 	"time"
@@ -25,7 +26,8 @@ func flipBit(data []byte, i int) []byte {
 // TestReuseComparesInsteadOfHashing: attaching bytes the workspace already
 // holds verifies the stored body by comparing it with them (they already
 // hash to the digest), so a reuse reads the body once and hashes none of
-// it; a body passed as a stream is still re-hashed.
+// it; a body passed as a stream is compared with the bytes written for it,
+// read back or in place.
 func TestReuseComparesInsteadOfHashing(t *testing.T) {
 	ctx := context.Background()
 	data := bodyOf(41, 3<<20)
@@ -65,6 +67,17 @@ func TestReuseComparesInsteadOfHashing(t *testing.T) {
 	if n := in.Counts(); n.BytesRead != 2*int64(len(data)) {
 		t.Errorf("streamed reuse read %d bytes, want %d (the stored body and the written one)", n.BytesRead, 2*len(data))
 	}
+	// A writer that compares in place (memstore's): no reader is opened.
+	opens := &countOpens{Store: memstore.New()}
+	s3 := workspace.New(opens, opens.Store)
+	for _, want := range []workspace.AttachCase{workspace.AttachCreated, workspace.AttachExisting} {
+		if c, err := drivertest.AttachData(ctx, s3, ownerA, data, true, at); c != want || err != nil {
+			t.Fatalf("streamed Attach = %v, %v; want %v", c, err, want)
+		}
+	}
+	if opens.n != 0 || s3.VerifyHashedBytes() != 0 {
+		t.Errorf("streamed reuse compared in place opened %d readers and hashed %d stored bytes; want 0 and 0", opens.n, s3.VerifyHashedBytes())
+	}
 	// A writer that cannot read back: the stored body is hashed again.
 	m := memstore.New()
 	s2 := workspace.New(noReadBack{m}, m)
@@ -79,7 +92,8 @@ func TestReuseComparesInsteadOfHashing(t *testing.T) {
 	}
 }
 
-// noReadBack is a memstore whose writers hide driver.WrittenReader.
+// noReadBack is a memstore whose writers hide driver.WrittenReader and
+// driver.WrittenComparer.
 type noReadBack struct{ *memstore.Store }
 
 func (n noReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
@@ -87,30 +101,62 @@ func (n noReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
 	return struct{ driver.Writer }{w}, err
 }
 
+// countOpens is a memstore that counts the readers opened on it.
+type countOpens struct {
+	*memstore.Store
+	n int
+}
+
+func (c *countOpens) Open(ctx context.Context, key string) (driver.Reader, error) {
+	c.n++
+	return c.Store.Open(ctx, key)
+}
+
 // TestStreamedSameSizeCorruptionIsReplaced: a streamed reuse compares the
 // stored body with the bytes it wrote, so a stored body of the right size
-// that differs in one bit, anywhere, is found corrupt and replaced.
+// that differs in one bit, anywhere, is found corrupt and replaced; so is
+// one a byte short or long. Both ways of comparing are checked: reading
+// the written bytes back (the instrumented driver's writers are only
+// driver.WrittenReaders) and comparing them in place (memstore's writers
+// are driver.WrittenComparers).
 func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
+	t.Run("read back", func(t *testing.T) {
+		s, _, m := instrumented(nil)
+		streamedCorruption(t, s, m)
+	})
+	t.Run("in place", func(t *testing.T) {
+		m := memstore.New()
+		streamedCorruption(t, workspace.New(m, m), m)
+	})
+}
+
+func streamedCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 	ctx := context.Background()
 	data := bodyOf(44, 600_000) // several chunks
-	s, _, m := instrumented(nil)
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
 		t.Fatalf("first Attach = %v, %v", c, err)
 	}
 	ref := artifact.RefOf(data)
+	damaged := map[string][]byte{"one short": data[:len(data)-1], "one longer": append(bytes.Clone(data), 'x')}
 	for _, at := range []int{0, 262_143, 262_144, 300_001, len(data) - 1} {
-		m.Tamper(ref.Hex(), flipBit(data, at))
+		damaged[fmt.Sprintf("bit %d", at)] = flipBit(data, at)
+	}
+	for name, bad := range damaged {
+		m.Tamper(ref.Hex(), bad)
 		before := s.VerifyHashedBytes()
 		if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, time.Now()); c != workspace.AttachReplaced || err != nil {
-			t.Errorf("bit %d: Attach = %v, %v; want replaced", at, c, err)
+			t.Errorf("%s: Attach = %v, %v; want replaced", name, c, err)
 		}
 		if h := s.VerifyHashedBytes() - before; h != 0 {
-			t.Errorf("bit %d: the repair hashed %d stored bytes, want 0", at, h)
+			t.Errorf("%s: the repair hashed %d stored bytes, want 0", name, h)
 		}
 		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
-			t.Errorf("bit %d: body after the repair: %v", at, err)
+			t.Errorf("%s: body after the repair: %v", name, err)
 		}
+	}
+	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, time.Now()); c != workspace.AttachExisting || err != nil {
+		t.Errorf("intact body: Attach = %v, %v; want existing", c, err)
 	}
 }
 

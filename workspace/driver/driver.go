@@ -64,6 +64,18 @@ type WrittenReader interface {
 	ReadWritten() (io.Reader, error)
 }
 
+// WrittenComparer is an optional Writer capability of a backend that holds
+// its bodies in memory: comparing, before the writer ends, the bytes
+// written so far with a committed body, both where they are. The Store
+// uses it to verify a stored body against a streamed one, whose written
+// bytes already hash to the body's digest, without reading either back.
+type WrittenComparer interface {
+	// EqualWritten reports whether the committed body of key is exactly
+	// the bytes written so far. An absent body is an error wrapping
+	// fs.ErrNotExist.
+	EqualWritten(ctx context.Context, key string) (bool, error)
+}
+
 // Comparer is an optional Bodies capability of a backend that holds its
 // bodies in memory: comparing a committed body with bytes in place. The
 // Store uses it to verify a stored body against bytes it holds, which

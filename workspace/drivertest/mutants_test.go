@@ -54,6 +54,24 @@ func (w *mutantWriter) Commit(ctx context.Context, key string, replace bool) err
 	return w.Writer.Commit(w.m.ctx(ctx), key, replace)
 }
 
+// EqualWritten compares only the sizes for the written-equal-size-only
+// mutant.
+func (w *mutantWriter) EqualWritten(ctx context.Context, key string) (bool, error) {
+	if w.m.is("written-equal-size-only") {
+		r, err := w.Writer.(driver.WrittenReader).ReadWritten()
+		if err != nil {
+			return false, err
+		}
+		n, err := io.Copy(io.Discard, r)
+		if err != nil {
+			return false, err
+		}
+		info, err := w.m.Store.Stat(ctx, key)
+		return err == nil && info.Size == n, err
+	}
+	return w.Writer.(driver.WrittenComparer).EqualWritten(w.m.ctx(ctx), key)
+}
+
 func (m *mutant) Open(ctx context.Context, key string) (driver.Reader, error) {
 	r, err := m.Store.Open(m.ctx(ctx), key)
 	if err != nil || !m.is("torn-reads") {
@@ -204,6 +222,8 @@ func TestSuiteCatchesMutants(t *testing.T) {
 		{"delete-noop", "DeleteBody"},
 		{"equal-size-only", "EqualBody"},
 		{"none", "EqualBody"},
+		{"written-equal-size-only", "EqualWritten"},
+		{"none", "EqualWritten"},
 		{"no-lock", "Locker"},
 		{"owner-concat", "OwnersDistinct"},
 		{"racy-create", "ConcurrentCreateRecord"},

@@ -32,6 +32,7 @@ var bodyTests = []subtest{
 	{"DeleteBody", testDeleteBody},
 	{"ReadWritten", testReadWritten},
 	{"EqualBody", testEqualBody},
+	{"EqualWritten", testEqualWritten},
 }
 
 // testEqualBody: a backend that compares a stored body in place
@@ -93,6 +94,57 @@ func testEqualBody(e *env) {
 	}
 	check("the replaced bytes", data, false)
 	check("the replacing bytes", other, true)
+}
+
+// testEqualWritten: a writer that compares what it was given with a
+// committed body in place (driver.WrittenComparer) reports equal exactly
+// when the bytes written so far are the body's, however either was cut
+// into writes: not for a copy with one byte changed at its start, at a
+// write's edge or at its end, nor for a prefix or an extension of it; an
+// absent body wraps fs.ErrNotExist.
+func testEqualWritten(e *env) {
+	data := content(10, 700_000)
+	key := e.put(data).Hex()
+	newWriter := func(b []byte, cuts ...int) driver.WrittenComparer {
+		e.t.Helper()
+		w, err := e.b.NewWriter(e.ctx)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		e.t.Cleanup(func() { _ = w.Abort() })
+		wc, ok := w.(driver.WrittenComparer)
+		if !ok {
+			e.t.Skip("the backend's writers cannot compare in place")
+		}
+		prev := 0
+		for _, cut := range append(cuts, len(b)) {
+			if _, err := w.Write(b[prev:cut]); err != nil {
+				e.t.Fatal(err)
+			}
+			prev = cut
+		}
+		return wc
+	}
+	check := func(what string, wc driver.WrittenComparer, k string, want bool) {
+		e.t.Helper()
+		if eq, err := wc.EqualWritten(e.ctx, k); eq != want || err != nil {
+			e.t.Fatalf("EqualWritten(%s) = %v, %v; want %v", what, eq, err, want)
+		}
+	}
+	check("the body in one write", newWriter(data), key, true)
+	check("the body in three writes", newWriter(data, 1, 300_000), key, true)
+	for _, at := range []int{0, 299_999, 300_000, len(data) - 1} {
+		b := bytes.Clone(data)
+		b[at] ^= 1
+		check(fmt.Sprintf("a byte changed at %d", at), newWriter(b, 1, 300_000), key, false)
+	}
+	check("nothing", newWriter(nil), key, false)
+	check("its first 300000 bytes", newWriter(data[:300_000], 1), key, false)
+	check("the body and one byte more", newWriter(append(bytes.Clone(data), 0), 300_000), key, false)
+	absent := artifact.RefOf(data[:10]).Hex()
+	if _, err := newWriter(data[:10]).EqualWritten(e.ctx, absent); !errors.Is(err, fs.ErrNotExist) {
+		e.t.Fatalf("EqualWritten with an absent body: %v, want fs.ErrNotExist", err)
+	}
 }
 
 // testReadWritten: a writer that can read back what it was given

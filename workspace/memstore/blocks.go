@@ -1,6 +1,7 @@
 package memstore
 
 import (
+	"bytes"
 	"errors"
 	"io"
 
@@ -70,6 +71,32 @@ func (bs *blocks) readAt(p []byte, off int64) (int, error) {
 		return n, io.EOF
 	}
 	return n, nil
+}
+
+// equalBlocks reports whether a and b hold the same bytes, however each is
+// cut into blocks.
+func equalBlocks(a, b *blocks) bool {
+	if a.size != b.size {
+		return false
+	}
+	var x, y []byte
+	i, j := 0, 0
+	for {
+		for len(x) == 0 && i < len(a.b) {
+			x, i = a.b[i], i+1
+		}
+		for len(y) == 0 && j < len(b.b) {
+			y, j = b.b[j], j+1
+		}
+		n := min(len(x), len(y))
+		if n == 0 {
+			return len(x) == len(y)
+		}
+		if !bytes.Equal(x[:n], y[:n]) {
+			return false
+		}
+		x, y = x[n:], y[n:]
+	}
 }
 
 // blockReader reads a body's blocks from the start (io.Reader) or at any

@@ -78,10 +78,11 @@ func New() *Store {
 }
 
 var (
-	_ driver.Bodies   = (*Store)(nil)
-	_ driver.Records  = (*Store)(nil)
-	_ driver.Locker   = (*Store)(nil)
-	_ driver.Comparer = (*Store)(nil)
+	_ driver.Bodies          = (*Store)(nil)
+	_ driver.Records         = (*Store)(nil)
+	_ driver.Locker          = (*Store)(nil)
+	_ driver.Comparer        = (*Store)(nil)
+	_ driver.WrittenComparer = (*writer)(nil)
 )
 
 // validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
@@ -201,16 +202,20 @@ func (s *Store) EqualBody(ctx context.Context, key string, b []byte) (bool, erro
 	if err != nil {
 		return false, err
 	}
-	if bd.data.size != int64(len(b)) {
-		return false, nil
+	return equalBlocks(bd.data, &blocks{b: [][]byte{b}, size: int64(len(b))}), nil
+}
+
+// EqualWritten implements driver.WrittenComparer: it compares the blocks
+// written so far with the committed body's, as EqualBody does.
+func (w *writer) EqualWritten(ctx context.Context, key string) (bool, error) {
+	if w.done {
+		return false, errors.New("memstore: compare after end")
 	}
-	for _, blk := range bd.data.b {
-		if !bytes.Equal(blk, b[:len(blk)]) {
-			return false, nil
-		}
-		b = b[len(blk):]
+	bd, err := w.s.get(ctx, key)
+	if err != nil {
+		return false, err
 	}
-	return true, nil
+	return equalBlocks(bd.data, &w.buf), nil
 }
 
 // Stat implements driver.Bodies.
