@@ -145,7 +145,7 @@ func (r *records) commitBatch(batch []*createReq) {
 
 // createOne commits one record in its own transaction.
 func (r *records) createOne(ctx context.Context, args []any) (bool, error) {
-	res, err := r.db.ExecContext(ctx, insertRecord, args...)
+	res, err := r.ins.ExecContext(ctx, args...)
 	if err != nil {
 		return false, err
 	}
@@ -168,10 +168,7 @@ func (r *records) createAll(ctx context.Context, batch []*createReq) (err error)
 			_ = tx.Rollback()
 		}
 	}()
-	stmt, err := tx.PrepareContext(ctx, insertRecord)
-	if err != nil {
-		return err
-	}
+	stmt := tx.StmtContext(ctx, r.ins)
 	defer stmt.Close()
 	created := make([]bool, len(batch))
 	for i, q := range batch {

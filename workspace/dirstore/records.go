@@ -54,9 +54,12 @@ const recordCols = `user, workflow, session, digest, size, kind, tool, call_id, 
 // records is the SQLite half of a Store.
 type records struct {
 	db      *sql.DB
-	get     *sql.Stmt // GetRecord's query, prepared once: parsing it cost more than running it
-	creates creates   // joins concurrent CreateRecord calls into one commit
-	noGroup bool      // Options.noGroup: every call commits alone
+	creates creates // joins concurrent CreateRecord calls into one commit
+	noGroup bool    // Options.noGroup: every call commits alone
+
+	// The statements of every offload decision, prepared once: parsing
+	// one cost more than running it.
+	get, ins, touch, del *sql.Stmt
 }
 
 // dsn builds the modernc.org/sqlite data source name for the database file
@@ -158,17 +161,32 @@ func (r *records) migrate(ctx context.Context) (err error) {
 
 // prepare prepares the statements run on every offload decision.
 func (r *records) prepare(ctx context.Context) error {
-	get, err := r.db.PrepareContext(ctx, `SELECT `+recordCols+` FROM records`+whereKey)
-	if err != nil {
-		return fmt.Errorf("dirstore: prepare records: %w", err)
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{
+		{&r.get, `SELECT ` + recordCols + ` FROM records` + whereKey},
+		{&r.ins, insertRecord},
+		{&r.touch, `UPDATE records SET last_used_at = ?` + whereKey},
+		{&r.del, `DELETE FROM records` + whereKey},
+	} {
+		if *p.stmt != nil {
+			continue // prepared by an earlier, busy attempt
+		}
+		stmt, err := r.db.PrepareContext(ctx, p.query)
+		if err != nil {
+			return fmt.Errorf("dirstore: prepare records: %w", err)
+		}
+		*p.stmt = stmt
 	}
-	r.get = get
 	return nil
 }
 
 func (r *records) close() error {
-	if r.get != nil {
-		_ = r.get.Close()
+	for _, stmt := range []*sql.Stmt{r.get, r.ins, r.touch, r.del} {
+		if stmt != nil {
+			_ = stmt.Close()
+		}
 	}
 	return r.db.Close()
 }
@@ -262,7 +280,7 @@ func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artif
 		return err
 	}
 	args := append([]any{nanos(at)}, ownerArgs(owner, ref)...)
-	return s.explainIOError(s.rec.execOne(ctx, "touch record", `UPDATE records SET last_used_at = ?`+whereKey, args...))
+	return s.explainIOError(s.rec.execOne(ctx, "touch record", s.rec.touch, args...))
 }
 
 // DeleteRecord removes the record for (owner, ref).
@@ -273,13 +291,13 @@ func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref arti
 	if err := checkRef(ref); err != nil {
 		return err
 	}
-	return s.explainIOError(s.rec.execOne(ctx, "delete record", `DELETE FROM records`+whereKey, ownerArgs(owner, ref)...))
+	return s.explainIOError(s.rec.execOne(ctx, "delete record", s.rec.del, ownerArgs(owner, ref)...))
 }
 
 // execOne runs a statement that must affect exactly one row; none means the
 // record is absent.
-func (r *records) execOne(ctx context.Context, op, query string, args ...any) error {
-	res, err := r.db.ExecContext(ctx, query, args...)
+func (r *records) execOne(ctx context.Context, op string, stmt *sql.Stmt, args ...any) error {
+	res, err := stmt.ExecContext(ctx, args...)
 	if err != nil {
 		return fmt.Errorf("dirstore: %s: %w", op, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -337,5 +338,30 @@ func TestDatabaseSettings(t *testing.T) {
 	if s, err := dirstore.Open(context.Background(), dir, nil); err == nil {
 		s.Close()
 		t.Fatal("Open accepted a newer schema version")
+	}
+}
+
+// TestDamagedSchemaRefused: a database of the current version whose records
+// table is not the one this program writes is refused when its statements
+// are prepared, with an error that says so; nothing is created in its place.
+func TestDamagedSchemaRefused(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ws")
+	s := openAt(t, dir)
+	_ = s.Close()
+	db := rawDB(t, dir)
+	if _, err := db.Exec(`ALTER TABLE records RENAME COLUMN last_used_at TO used`); err != nil {
+		t.Fatal(err)
+	}
+	s, err := dirstore.Open(context.Background(), dir, nil)
+	if err == nil {
+		s.Close()
+		t.Fatal("Open accepted a records table whose last_used_at is renamed")
+	}
+	if !strings.Contains(err.Error(), "prepare records") {
+		t.Errorf("Open: %v, want an error preparing the records' statements", err)
+	}
+	var n int
+	if err := db.QueryRow(`SELECT count(*) FROM pragma_table_info('records') WHERE name = 'last_used_at'`).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the refused table was changed: %d last_used_at columns, %v", n, err)
 	}
 }
