@@ -9,6 +9,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,8 +20,9 @@ import (
 )
 
 var (
-	floor64  = flag.Bool("floor64", false, "BenchmarkFloor: add 64 MiB bodies")
-	floorDir = flag.String("floordir", "", "BenchmarkFloor: use a directory workspace under this directory (/dev/shm: tmpfs) instead of mem://")
+	floor64    = flag.Bool("floor64", false, "BenchmarkFloor: add 64 MiB bodies")
+	floorDir   = flag.String("floordir", "", "BenchmarkFloor: use a directory workspace under this directory (/dev/shm: tmpfs) instead of mem://")
+	floorSizes = flag.String("floorsizes", "", "BenchmarkFloor: body sizes in KiB, comma-separated, instead of 4,32,128,1024")
 )
 
 // BenchmarkFloor measures one offload decision against the SHA-256 of its
@@ -30,11 +32,22 @@ var (
 // "reuse": the owner's record and body exist, existing_reference). The
 // metrics are the median and the best of offload time / SHA-256 time
 // ("x-sha-med", "x-sha-best"); SPEC's floor is 1.0. ns/op counts both
-// timings. -floor64 adds 64 MiB bodies; -floordir DIR runs on a directory
-// workspace in a new directory under DIR (on tmpfs, /dev/shm, its fsyncs
-// cost next to nothing) instead of mem://.
+// timings. -floorsizes sets the sizes in KiB; -floor64 adds 64 MiB
+// bodies; -floordir DIR runs on a directory workspace in a new directory
+// under DIR (on tmpfs, /dev/shm, its fsyncs cost next to nothing) instead
+// of mem://.
 func BenchmarkFloor(b *testing.B) {
 	sz := []int{4 << 10, 32 << 10, 128 << 10, 1 << 20}
+	if *floorSizes != "" {
+		sz = sz[:0]
+		for f := range strings.SplitSeq(*floorSizes, ",") {
+			k, err := strconv.Atoi(f)
+			if err != nil || k <= 0 {
+				b.Fatalf("-floorsizes: %q is not a size in KiB", f)
+			}
+			sz = append(sz, k<<10)
+		}
+	}
 	if *floor64 {
 		sz = append(sz, 64<<20)
 	}
@@ -51,7 +64,7 @@ func BenchmarkFloor(b *testing.B) {
 }
 
 func sizeName(n int) string {
-	if n >= 1<<20 {
+	if n >= 1<<20 && n%(1<<20) == 0 {
 		return strconv.Itoa(n>>20) + "MiB"
 	}
 	return strconv.Itoa(n>>10) + "KiB"
