@@ -117,7 +117,7 @@ func TestStringInputIsNotCopiedNorHandedOut(t *testing.T) {
 	}
 }
 
-// TestMidSizeKindAndLines: between 32 KiB and one chunk, a body that may
+// TestMidSizeKindAndLines: between 16 KiB and one chunk, a body that may
 // be JSON is classified beside its hash; the label and the line count are
 // those of the whole body, whether it is JSON or only opens like it.
 func TestMidSizeKindAndLines(t *testing.T) {
@@ -127,6 +127,7 @@ func TestMidSizeKindAndLines(t *testing.T) {
 		body []byte
 		kind string
 	}{
+		{"json, 16 KiB", jsonBody(16 << 10), "json"},
 		{"json", jsonBody(40 << 10), "json"},
 		{"json, 255 KiB", jsonBody(255 << 10), "json"},
 		{"log lines in brackets", logs, "text"},
