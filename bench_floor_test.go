@@ -22,6 +22,7 @@ import (
 var (
 	floor64    = flag.Bool("floor64", false, "BenchmarkFloor: add 64 MiB bodies")
 	floorDir   = flag.String("floordir", "", "BenchmarkFloor: use a directory workspace under this directory (/dev/shm: tmpfs) instead of mem://")
+	floorKeep  = flag.Bool("floorkeep", false, "BenchmarkFloor: keep every fresh body, as a workspace does, instead of deleting it (memory grows by every iteration's bytes)")
 	floorSizes = flag.String("floorsizes", "", "BenchmarkFloor: body sizes in KiB, comma-separated, instead of 4,32,128,1024")
 )
 
@@ -32,10 +33,13 @@ var (
 // "reuse": the owner's record and body exist, existing_reference). The
 // metrics are the median and the best of offload time / SHA-256 time
 // ("x-sha-med", "x-sha-best"); SPEC's floor is 1.0. ns/op counts both
-// timings. -floorsizes sets the sizes in KiB; -floor64 adds 64 MiB
-// bodies; -floordir DIR runs on a directory workspace in a new directory
-// under DIR (on tmpfs, /dev/shm, its fsyncs cost next to nothing) instead
-// of mem://.
+// timings. A fresh body is deleted again, so that the memory backend
+// copies the next one into memory the runtime reuses; -floorkeep keeps
+// them, as a workspace does, so that it copies into memory the process has
+// not touched before (a page fault for every 4 KiB). -floorsizes sets the
+// sizes in KiB; -floor64 adds 64 MiB bodies; -floordir DIR runs on a
+// directory workspace in a new directory under DIR (on tmpfs, /dev/shm,
+// its fsyncs cost next to nothing) instead of mem://.
 func BenchmarkFloor(b *testing.B) {
 	sz := []int{4 << 10, 32 << 10, 128 << 10, 1 << 20}
 	if *floorSizes != "" {
@@ -132,7 +136,7 @@ func floor(b *testing.B, n int, kind, form string, reuse bool) {
 		if !bytes.Contains([]byte(out.Notice), []byte(" lines, "+kind+";")) {
 			b.Fatalf("the %s body was classified otherwise: %s", kind, out.Notice)
 		}
-		if !reuse {
+		if !reuse && !*floorKeep {
 			_ = store.DeleteBody(ctx, out.Ref)
 		}
 		shaT, offT = append(shaT, sha), append(offT, d)

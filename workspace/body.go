@@ -8,7 +8,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"runtime"
 	"sync"
 	"unsafe"
 
@@ -67,6 +66,7 @@ type Pending struct {
 	hasHex bool
 	size   int64
 	done   bool
+	aside  *aside // IngestBytes: the body's write ahead, until taken or dropped
 }
 
 // key returns the driver key of p's body (its digest in hex). It is
@@ -110,6 +110,10 @@ func (p *Pending) Discard() {
 		if p.w != nil {
 			_ = p.w.Abort()
 		}
+		if p.aside != nil {
+			p.aside.drop()
+			p.aside = nil
+		}
 		p.b, p.mem = nil, nil
 	}
 }
@@ -146,90 +150,6 @@ func (s *Store) Ingest(ctx context.Context, r io.Reader, opts *IngestOptions) (p
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	return &Pending{s: s, w: w, ref: artifact.RefFromSum(sum), size: n}, n, nil
-}
-
-// IngestBytes is Ingest for a body already in memory: it hashes b now and
-// writes it only when Commit or Attach needs the bytes, so that a body the
-// workspace already holds costs no write at all. When opts has an
-// observer (for example a classifier) it sees b once, on a goroutine of
-// its own while b is hashed, so the two cost the time of the slower one.
-// b is not copied: it must not change until the Pending is ended.
-func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	var o IngestOptions
-	if opts != nil {
-		o = *opts
-	}
-	if o.MaxBytes > 0 && int64(len(b)) > o.MaxBytes {
-		return nil, wrap("put", artifact.Ref{}, ErrTooLarge)
-	}
-	var ref artifact.Ref
-	switch {
-	case o.Observer == nil:
-		ref = artifact.RefOf(b)
-	default:
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			_, _ = o.Observer.Write(b)
-		}()
-		// The observer's goroutine waits in this P's run-next slot, which
-		// the P that newproc woke takes only once awake and spinning: tens
-		// of microseconds on a virtual machine, the whole hash of a body
-		// under a chunk, which the observer would then follow instead of
-		// running beside it. Such a body yields, so that the observer runs
-		// here now and this goroutine moves to the woken P. A longer hash
-		// leaves time for the steal, and keeping its core is then cheaper
-		// (measured: −20% at 128 KiB of JSON with the yield, +7 to +14%
-		// from 256 KiB).
-		if len(b) < chunkSize {
-			runtime.Gosched()
-		}
-		ref = artifact.RefOf(b)
-		<-done
-	}
-	return &Pending{s: s, b: b, mem: b, ref: ref, size: int64(len(b))}, nil
-}
-
-// grower is a driver writer that can reserve room for the bytes to come,
-// as a memory backend does (bytes.Buffer.Grow): a body known in advance
-// and written in several chunks is then one block instead of several.
-type grower interface{ Grow(n int) }
-
-// write puts bytes held in memory into a new driver writer, in chunks with
-// ctx checked between them. It does nothing for a body already written.
-func (p *Pending) write(ctx context.Context) error {
-	if p.w != nil {
-		return nil
-	}
-	if p.s.closed.Load() {
-		return wrap("put", p.ref, ErrClosed)
-	}
-	w, err := p.s.bodies.NewWriter(ctx)
-	if err != nil {
-		return wrap("put", artifact.Ref{}, err)
-	}
-	// A body of one chunk is one Write, which a memory backend copies into
-	// memory it need not clear first; only a longer one has room reserved.
-	if g, ok := w.(grower); ok && len(p.b) > chunkSize {
-		g.Grow(len(p.b))
-	}
-	for rest := p.b; len(rest) > 0; {
-		if err := ctx.Err(); err != nil {
-			_ = w.Abort()
-			return wrap("put", artifact.Ref{}, err)
-		}
-		k := min(len(rest), chunkSize)
-		if _, err := w.Write(rest[:k]); err != nil {
-			_ = w.Abort()
-			return wrap("put", artifact.Ref{}, err)
-		}
-		rest = rest[k:]
-	}
-	p.w, p.b = w, nil
-	return nil
 }
 
 // copyHashed copies r to w and h (and the observer), honouring MaxBytes and

@@ -64,6 +64,16 @@ type WrittenReader interface {
 	ReadWritten() (io.Reader, error)
 }
 
+// Adopter is an optional Writer capability of a backend that holds its
+// bodies in memory: taking bytes as written without copying them. The
+// Store uses it for a body in memory that it copied while hashing it
+// (workspace.IngestBytes), so that committing it copies nothing more.
+type Adopter interface {
+	// Adopt appends b to the bytes written, as Write would, and keeps b
+	// itself: the caller must not change b afterwards.
+	Adopt(b []byte) error
+}
+
 // WrittenComparer is an optional Writer capability of a backend that holds
 // its bodies in memory: comparing, before the writer ends, the bytes
 // written so far with a committed body, both where they are. The Store

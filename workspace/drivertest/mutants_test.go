@@ -54,6 +54,14 @@ func (w *mutantWriter) Commit(ctx context.Context, key string, replace bool) err
 	return w.Writer.Commit(w.m.ctx(ctx), key, replace)
 }
 
+// Adopt drops the bytes for the adopt-drops mutant.
+func (w *mutantWriter) Adopt(b []byte) error {
+	if w.m.is("adopt-drops") {
+		return nil
+	}
+	return w.Writer.(driver.Adopter).Adopt(b)
+}
+
 // EqualWritten compares only the sizes for the written-equal-size-only
 // mutant.
 func (w *mutantWriter) EqualWritten(ctx context.Context, key string) (bool, error) {
@@ -224,6 +232,8 @@ func TestSuiteCatchesMutants(t *testing.T) {
 		{"none", "EqualBody"},
 		{"written-equal-size-only", "EqualWritten"},
 		{"none", "EqualWritten"},
+		{"adopt-drops", "Adopt"},
+		{"none", "Adopt"},
 		{"no-lock", "Locker"},
 		{"owner-concat", "OwnersDistinct"},
 		{"racy-create", "ConcurrentCreateRecord"},

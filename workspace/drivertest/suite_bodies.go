@@ -33,6 +33,7 @@ var bodyTests = []subtest{
 	{"ReadWritten", testReadWritten},
 	{"EqualBody", testEqualBody},
 	{"EqualWritten", testEqualWritten},
+	{"Adopt", testAdopt},
 }
 
 // testEqualBody: a backend that compares a stored body in place
@@ -145,6 +146,44 @@ func testEqualWritten(e *env) {
 	if _, err := newWriter(data[:10]).EqualWritten(e.ctx, absent); !errors.Is(err, fs.ErrNotExist) {
 		e.t.Fatalf("EqualWritten with an absent body: %v, want fs.ErrNotExist", err)
 	}
+}
+
+// testAdopt: a writer that adopts bytes (driver.Adopter) stores them as
+// if written, between writes, and a write after them never uses the room
+// after the adopted slice.
+func testAdopt(e *env) {
+	data := content(11, 700_000)
+	w, err := e.b.NewWriter(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer w.Abort()
+	ad, ok := w.(driver.Adopter)
+	if !ok {
+		e.t.Skip("the backend's writers cannot adopt")
+	}
+	room := make([]byte, 300_000, 400_000)
+	copy(room, data[1:300_001])
+	if _, err := w.Write(data[:1]); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := ad.Adopt(room); err != nil {
+		e.t.Fatal(err)
+	}
+	if err := ad.Adopt(nil); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := w.Write(data[300_001:]); err != nil {
+		e.t.Fatal(err)
+	}
+	if spare := room[300_000:400_000]; !bytes.Equal(spare, make([]byte, len(spare))) {
+		e.t.Fatal("a write after Adopt used the room after the adopted slice")
+	}
+	ref := artifact.RefOf(data)
+	if err := w.Commit(e.ctx, ref.Hex(), false); err != nil {
+		e.t.Fatal(err)
+	}
+	e.mustRead(ref, data)
 }
 
 // testReadWritten: a writer that can read back what it was given

@@ -83,6 +83,7 @@ var (
 	_ driver.Locker          = (*Store)(nil)
 	_ driver.Comparer        = (*Store)(nil)
 	_ driver.WrittenComparer = (*writer)(nil)
+	_ driver.Adopter         = (*writer)(nil)
 )
 
 // validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
@@ -114,6 +115,19 @@ func (w *writer) Write(p []byte) (int, error) {
 	}
 	w.buf.write(p)
 	return len(p), nil
+}
+
+// Adopt implements driver.Adopter: b becomes a block of the body as it is,
+// and a later Write never uses the room after it.
+func (w *writer) Adopt(b []byte) error {
+	if w.done {
+		return errors.New("memstore: write after end")
+	}
+	if len(b) > 0 {
+		w.buf.add(b[:len(b):len(b)])
+		w.buf.size += int64(len(b))
+	}
+	return nil
 }
 
 // Grow reserves room for n more bytes, so that a body whose size the
