@@ -66,7 +66,7 @@ type Pending struct {
 	hasHex bool
 	size   int64
 	done   bool
-	aside  *aside // IngestBytes: the body's write ahead, until taken or dropped
+	aside  *aside // IngestBytes: the body's copy ahead, until taken or dropped
 }
 
 // key returns the driver key of p's body (its digest in hex). It is
