@@ -120,13 +120,20 @@ func (c *countOpens) Open(ctx context.Context, key string) (driver.Reader, error
 // driver.WrittenReaders) and comparing them in place (memstore's writers
 // are driver.WrittenComparers).
 func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
-	t.Run("read back", func(t *testing.T) {
+	bothWays(t, streamedCorruption)
+}
+
+// bothWays runs check on a Store that compares by reading (through the
+// instrumented driver, which hides the in-place capabilities) and on one
+// that compares in place (memstore).
+func bothWays(t *testing.T, check func(*testing.T, *workspace.Store, *memstore.Store)) {
+	t.Run("read", func(t *testing.T) {
 		s, _, m := instrumented(nil)
-		streamedCorruption(t, s, m)
+		check(t, s, m)
 	})
 	t.Run("in place", func(t *testing.T) {
 		m := memstore.New()
-		streamedCorruption(t, workspace.New(m, m), m)
+		check(t, workspace.New(m, m), m)
 	})
 }
 
@@ -167,14 +174,7 @@ func streamedCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 // seen through the instrumented driver, which hides driver.Comparer) and
 // comparing it in place (memstore, a driver.Comparer).
 func TestSameSizeCorruptionIsReplaced(t *testing.T) {
-	t.Run("read", func(t *testing.T) {
-		s, _, m := instrumented(nil)
-		sameSizeCorruption(t, s, m)
-	})
-	t.Run("in place", func(t *testing.T) {
-		m := memstore.New()
-		sameSizeCorruption(t, workspace.New(m, m), m)
-	})
+	bothWays(t, sameSizeCorruption)
 }
 
 func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
