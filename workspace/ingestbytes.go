@@ -43,7 +43,10 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 		p.ref = artifact.RefOf(b)
 		return p, nil
 	}
-	a := &aside{observed: make(chan struct{})}
+	a := new(aside)
+	if o.Observer != nil {
+		a.observed = make(chan struct{})
+	}
 	if ahead {
 		a.copied = make(chan struct{})
 		p.aside = a
@@ -61,7 +64,9 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 		runtime.Gosched()
 	}
 	p.ref = artifact.RefOf(b)
-	<-a.observed
+	if a.observed != nil {
+		<-a.observed
+	}
 	return p, nil
 }
 
@@ -84,7 +89,7 @@ const copyPiece = 64 << 10
 // aside is what IngestBytes runs beside the hash of a body in memory: the
 // observer, then the copy ahead.
 type aside struct {
-	observed chan struct{} // closed once the observer has seen the body
+	observed chan struct{} // closed once the observer has seen the body; nil without one
 	copied   chan struct{} // closed once the copy ahead ended; nil without one
 	stop     atomic.Bool   // the copy is not needed: stop at the next piece
 	buf      []byte        // the copy, once whole; nil if it stopped
@@ -93,12 +98,15 @@ type aside struct {
 func (a *aside) run(ctx context.Context, b []byte, obs io.Writer) {
 	if obs != nil {
 		_, _ = obs.Write(b)
+		close(a.observed)
 	}
-	close(a.observed)
 	if a.copied == nil {
 		return
 	}
 	defer close(a.copied)
+	// A caller that waited for the observer was readied into this P's
+	// run-next slot: let it run now, not after the copy.
+	runtime.Gosched()
 	buf := make([]byte, len(b))
 	for off := 0; off < len(b); off += copyPiece {
 		if a.stop.Load() || ctx.Err() != nil {
