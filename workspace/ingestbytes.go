@@ -73,10 +73,10 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 // copyAheadMin is the smallest body IngestBytes copies beside its hash for
 // a backend that holds its bodies in memory: one chunk, from which the
 // observer has a goroutine of its own already. Measured with
-// BenchmarkFloor, 1 MiB: a new body −10 to −11% when the copy lands in
-// memory the runtime reuses, −17 to −41% when the workspace grows into new
+// BenchmarkFloor, 1 MiB: a new body −11 to −12% when the copy lands in
+// memory the runtime reuses, −16 to −43% when the workspace grows into new
 // memory, as it does when it keeps its bodies (-floorkeep); a reused body,
-// whose copy is dropped, within +4%. Below a chunk the goroutine would
+// whose copy is dropped, +2 to +3%. Below a chunk the goroutine would
 // exist for the copy alone: at 64 and 128 KiB a new body in new memory
 // took 25 to 30% less, but a reused one 14 to 26% more. The dropped copy
 // is also memory: a reuse holds its body twice until the collector runs.
