@@ -5,6 +5,7 @@ import (
 	"io"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -63,9 +64,10 @@ func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) 
 	if len(b) < chunkSize {
 		runtime.Gosched()
 	}
+	t0 := time.Now()
 	p.ref = artifact.RefOf(b)
 	if a.observed != nil {
-		<-a.observed
+		a.await(time.Since(t0))
 	}
 	return p, nil
 }
@@ -90,6 +92,7 @@ const copyPiece = 64 << 10
 // observer, then the copy ahead.
 type aside struct {
 	observed chan struct{} // closed once the observer has seen the body; nil without one
+	seen     atomic.Bool   // set just before observed is closed
 	copied   chan struct{} // closed once the copy ahead ended; nil without one
 	stop     atomic.Bool   // the copy is not needed: stop at the next piece
 	buf      []byte        // the copy, once whole; nil if it stopped
@@ -98,6 +101,7 @@ type aside struct {
 func (a *aside) run(ctx context.Context, b []byte, obs io.Writer) {
 	if obs != nil {
 		_, _ = obs.Write(b)
+		a.seen.Store(true)
 		close(a.observed)
 	}
 	if a.copied == nil {
@@ -115,6 +119,18 @@ func (a *aside) run(ctx context.Context, b []byte, obs io.Writer) {
 		copy(buf[off:], b[off:min(off+copyPiece, len(b))])
 	}
 	a.buf = buf
+}
+
+// await waits for the observer. An observer still running after the hash
+// (dense JSON scans slower than SHA-256) is waited for first by yielding,
+// for at most as long as the hash took, and only then by blocking: a
+// goroutine that blocks is woken on a P of its own, which on a virtual
+// machine costs several microseconds after the observer has ended.
+func (a *aside) await(hash time.Duration) {
+	for start := time.Now(); !a.seen.Load() && time.Since(start) < hash; {
+		runtime.Gosched()
+	}
+	<-a.observed
 }
 
 // take waits for the copy ahead and returns it, nil if it stopped.
