@@ -124,8 +124,8 @@ func (a *aside) run(ctx context.Context, b []byte, obs io.Writer) {
 // await waits for the observer. An observer still running after the hash
 // (dense JSON scans slower than SHA-256) is waited for first by yielding,
 // for at most as long as the hash took, and only then by blocking: a
-// goroutine that blocks is woken on a P of its own, which on a virtual
-// machine costs several microseconds after the observer has ended.
+// caller that blocks runs again only several microseconds after the
+// observer has ended, on a virtual machine, once woken and rescheduled.
 func (a *aside) await(hash time.Duration) {
 	for start := time.Now(); !a.seen.Load() && time.Since(start) < hash; {
 		runtime.Gosched()
