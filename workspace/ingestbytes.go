@@ -92,7 +92,6 @@ const copyPiece = 64 << 10
 // observer, then the copy ahead.
 type aside struct {
 	observed chan struct{} // closed once the observer has seen the body; nil without one
-	seen     atomic.Bool   // set just before observed is closed
 	copied   chan struct{} // closed once the copy ahead ended; nil without one
 	stop     atomic.Bool   // the copy is not needed: stop at the next piece
 	buf      []byte        // the copy, once whole; nil if it stopped
@@ -101,16 +100,17 @@ type aside struct {
 func (a *aside) run(ctx context.Context, b []byte, obs io.Writer) {
 	if obs != nil {
 		_, _ = obs.Write(b)
-		a.seen.Store(true)
 		close(a.observed)
 	}
 	if a.copied == nil {
 		return
 	}
 	defer close(a.copied)
-	// A caller that waited for the observer was readied into this P's
-	// run-next slot: let it run now, not after the copy.
-	runtime.Gosched()
+	if obs != nil {
+		// A caller that waited for the observer was readied into this P's
+		// run-next slot: let it run now, not after the copy.
+		runtime.Gosched()
+	}
 	buf := make([]byte, len(b))
 	for off := 0; off < len(b); off += copyPiece {
 		if a.stop.Load() || ctx.Err() != nil {
@@ -127,8 +127,13 @@ func (a *aside) run(ctx context.Context, b []byte, obs io.Writer) {
 // caller that blocks runs again only several microseconds after the
 // observer has ended, on a virtual machine, once woken and rescheduled.
 func (a *aside) await(hash time.Duration) {
-	for start := time.Now(); !a.seen.Load() && time.Since(start) < hash; {
-		runtime.Gosched()
+	for start := time.Now(); time.Since(start) < hash; {
+		select {
+		case <-a.observed:
+			return
+		default:
+			runtime.Gosched()
+		}
 	}
 	<-a.observed
 }
