@@ -397,7 +397,7 @@ func (s *Shape) Append(dst []byte, max int) []byte {
 		return dst
 	}
 	w := shapeWriter{b: dst, base: len(dst), max: max}
-	s.render(&w, 0)
+	w = s.render(w)
 	if !w.full {
 		return w.b
 	}
@@ -408,63 +408,85 @@ func (s *Shape) Append(dst []byte, max int) []byte {
 	return w.b
 }
 
-// render writes node i and its recorded descendants, and returns the index
-// after them.
-func (s *Shape) render(w *shapeWriter, i int16) int16 {
-	n := &s.nodes[i]
-	next := i + 1
-	switch n.typ {
-	case 's':
-		w.puts("string")
-	case 'n':
-		w.puts("number")
-	case 'b':
-		w.puts("bool")
-	case 'z':
-		w.puts("null")
-	case '[':
-		var num [24]byte
-		d := append(num[:0], "array["...)
-		if !n.closed {
-			d = append(d, "≥"...)
-		}
-		d = appendInt(d, n.count)
-		d = append(d, ']')
-		w.put(d)
-		switch {
-		case next < s.nn && s.nodes[next].parent == i:
-			w.puts(" of ")
-			next = s.render(w, next)
-		case n.more:
-			w.puts(" of ")
-			w.cut()
-		}
-	case '{':
-		if !n.expanded {
-			w.puts("object")
-			break
-		}
-		w.openBrace()
-		first := true
-		for next < s.nn && s.nodes[next].parent == i {
-			if !first {
-				w.puts(", ")
-			}
-			first = false
-			c := &s.nodes[next]
-			var kb [6*maxShapeKey + 16]byte
-			w.put(appendKey(kb[:0], s.arena[c.keyOff:c.keyOff+c.keyLen], c.keyCut))
-			next = s.render(w, next)
-		}
-		if n.more || !n.closed {
-			if !first {
-				w.puts(", ")
-			}
-			w.cut()
-		}
-		w.closeBrace()
+// render writes the recorded nodes in document order. It keeps its own
+// stack of open containers rather than recursing, so that dst does not
+// escape.
+func (s *Shape) render(w shapeWriter) shapeWriter {
+	type open struct {
+		node  int16
+		first bool
 	}
-	return next
+	var stack [maxShapeFrames + 1]open
+	sp := 0
+	for next := int16(0); ; {
+		if sp == 0 && next > 0 {
+			return w
+		}
+		if sp > 0 {
+			top := &stack[sp-1]
+			n := &s.nodes[top.node]
+			if next < s.nn && s.nodes[next].parent == top.node {
+				c := &s.nodes[next]
+				if n.typ == '[' {
+					w = w.puts(" of ")
+				} else {
+					if !top.first {
+						w = w.puts(", ")
+					}
+					var kb [6*maxShapeKey + 16]byte
+					w = w.put(appendKey(kb[:0], s.arena[c.keyOff:c.keyOff+c.keyLen], c.keyCut))
+				}
+				top.first = false
+			} else {
+				// The container's recorded members are written: end it.
+				switch {
+				case n.typ == '[' && top.first && n.more:
+					w = w.puts(" of ")
+					w = w.cut()
+				case n.typ == '{':
+					if n.more || !n.closed {
+						if !top.first {
+							w = w.puts(", ")
+						}
+						w = w.cut()
+					}
+					w = w.closeBrace()
+				}
+				sp--
+				continue
+			}
+		}
+		n := &s.nodes[next]
+		switch n.typ {
+		case 's':
+			w = w.puts("string")
+		case 'n':
+			w = w.puts("number")
+		case 'b':
+			w = w.puts("bool")
+		case 'z':
+			w = w.puts("null")
+		case '[':
+			var num [32]byte
+			d := append(num[:0], "array["...)
+			if !n.closed {
+				d = append(d, "≥"...)
+			}
+			d = appendInt(d, n.count)
+			w = w.put(append(d, ']'))
+			stack[sp] = open{node: next, first: true}
+			sp++
+		case '{':
+			if !n.expanded {
+				w = w.puts("object")
+				break
+			}
+			w = w.openBrace()
+			stack[sp] = open{node: next, first: true}
+			sp++
+		}
+		next++
+	}
 }
 
 func appendInt(b []byte, v int64) []byte {
@@ -556,52 +578,52 @@ type shapeWriter struct {
 }
 
 // fits reports whether n more bytes leave room for … and the braces owed.
-func (w *shapeWriter) fits(n, open int) bool {
+func (w shapeWriter) fits(n, open int) bool {
 	return len(w.b)-w.base+n+len("…")+open <= w.max
 }
 
-func (w *shapeWriter) puts(s string) {
-	if w.full {
-		return
-	}
-	if !w.fits(len(s), w.open) {
+// The writer's methods take and return it by value, so that the bytes it
+// appends to do not escape.
+
+func (w shapeWriter) puts(s string) shapeWriter {
+	if !w.full && !w.fits(len(s), w.open) {
 		w.full = true
-		return
 	}
-	w.b = append(w.b, s...)
+	if !w.full {
+		w.b = append(w.b, s...)
+	}
+	return w
 }
 
-func (w *shapeWriter) put(s []byte) {
-	if w.full {
-		return
-	}
-	if !w.fits(len(s), w.open) {
+func (w shapeWriter) put(s []byte) shapeWriter {
+	if !w.full && !w.fits(len(s), w.open) {
 		w.full = true
-		return
 	}
-	w.b = append(w.b, s...)
+	if !w.full {
+		w.b = append(w.b, s...)
+	}
+	return w
 }
 
-func (w *shapeWriter) openBrace() {
-	if w.full {
-		return
-	}
-	if !w.fits(1, w.open+1) {
+func (w shapeWriter) openBrace() shapeWriter {
+	if !w.full && !w.fits(1, w.open+1) {
 		w.full = true
-		return
 	}
-	w.b = append(w.b, '{')
-	w.open++
+	if !w.full {
+		w.b = append(w.b, '{')
+		w.open++
+	}
+	return w
 }
 
 // closeBrace closes a brace: always room, since every check kept it.
-func (w *shapeWriter) closeBrace() {
-	if w.full {
-		return
+func (w shapeWriter) closeBrace() shapeWriter {
+	if !w.full {
+		w.b = append(w.b, '}')
+		w.open--
 	}
-	w.b = append(w.b, '}')
-	w.open--
+	return w
 }
 
 // cut marks where the outline leaves something out.
-func (w *shapeWriter) cut() { w.puts("…") }
+func (w shapeWriter) cut() shapeWriter { return w.puts("…") }
