@@ -30,6 +30,6 @@ func Example() {
 	// offloaded threshold_exceeded
 	// artifact://sha256/0a55979c69b9c8bb50000a695397f2a2aef9fc909ec1775f15247b3227310607
 	// 900 bytes, 100 lines, text; stored outside this conversation.
-	// Read it with read_artifact {"reference": "artifact://sha256/0a55979c69b9c8bb50000a695397f2a2aef9fc909ec1775f15247b3227310607", "offset": 0, "length": 900, "max_bytes": 900}.
+	// Search it with search_artifact {"reference": "artifact://sha256/0a55979c69b9c8bb50000a695397f2a2aef9fc909ec1775f15247b3227310607", "pattern": "<text to find>"} or read its lines with read_artifact {"reference": "artifact://sha256/0a55979c69b9c8bb50000a695397f2a2aef9fc909ec1775f15247b3227310607", "start_line": 1, "line_count": 100}.
 	// resolved true
 }

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/internal/classify"
 )
 
 // MaxNoticeLen bounds every notice the model sees in place of a result.
@@ -14,39 +15,155 @@ const MaxNoticeLen = 500
 // readWindow is the largest length the notice suggests for one read.
 const readWindow = 65536
 
-// storedNotice renders the three-line notice of an offloaded or existing
-// result into buf, which it fills from the start, and returns it as a
-// string that shares buf: buf must not change after. The notice depends
-// only on the body and the policy, so it is byte-identical each time
-// (prompt-cache stable).
-func storedNotice(buf *[noticeBuf]byte, ref artifact.Ref, size, lines int64, kind, tool string) string {
-	b := ref.AppendString(buf[:0])
-	refText := b // the second reference copies the first: one hex encoding
-	b = append(b, '\n')
-	b = strconv.AppendInt(b, size, 10)
-	b = append(b, " bytes, "...)
-	b = strconv.AppendInt(b, lines, 10)
-	b = append(b, " lines, "...)
-	b = append(b, kind...)
-	b = append(b, "; stored outside this conversation.\nRead it with "...)
-	b = append(b, tool...)
-	b = append(b, ` {"reference": "`...)
-	b = append(b, refText...)
-	b = append(b, `", "offset": 0, "length": `...)
-	k := min(size, readWindow)
-	b = strconv.AppendInt(b, k, 10)
-	b = append(b, `, "max_bytes": `...)
-	b = strconv.AppendInt(b, k, 10)
-	b = append(b, "}."...)
+// The placeholders of the calls a notice shows: the values the model
+// writes in.
+const (
+	patternPlaceholder = "<text to find>"
+	filterPlaceholder  = "<jq filter>"
+)
+
+// shapePrefix begins line 4 of a JSON body's notice; the line, this prefix
+// included, is at most classify.MaxShapeLen bytes.
+const shapePrefix = "shape: "
+
+// stored is what a stored notice says of its body.
+type stored struct {
+	ref         artifact.Ref
+	size, lines int64
+	kind        string
+	shape       []byte // the outline of a JSON body, or nil
+}
+
+// storedNotice renders the notice of an offloaded or existing result into
+// buf, which it fills from the start, and returns it as a string that
+// shares buf: buf must not change after. The notice depends only on the
+// body and the policy, so it is byte-identical each time (prompt-cache
+// stable), and it is at most MaxNoticeLen bytes:
+//
+//	artifact://sha256/<hex>
+//	<N> bytes, <L> lines, <kind>; stored outside this conversation.
+//	<the call that fits the kind>
+//	shape: <outline>                     (json only)
+//
+// Line 3 shows the call to make first, with the policy's tool names: for
+// text, search_artifact with a "pattern" to fill in, or read_artifact by
+// lines (named without its arguments when the tool names are so long that
+// the call would not fit); for JSON, query_artifact with a "filter" to fill
+// in, and line 4 the document's outline, cut to the room left (shapeRoom);
+// for binary, read_artifact's first byte range. See docs/offload.md, "The
+// notice".
+func storedNotice(buf *[noticeBuf]byte, f *stored, p Policy) string {
+	b := appendNoticeHead(buf[:0], f, p)
+	if len(f.shape) > 0 && len(b)+1+len(shapePrefix)+len(f.shape) <= MaxNoticeLen {
+		b = append(b, "\n"+shapePrefix...)
+		b = append(b, f.shape...)
+	}
 	// noticeBuf has room for every notice; were it ever short, append would
 	// have moved b to memory of its own, which nothing else holds either.
 	return unsafe.String(&b[0], len(b))
 }
 
-// noticeBuf is room for every stored notice: two references, three numbers
-// of at most 19 digits, the longest kind and read tool name (64 bytes), and
-// the fixed words.
-const noticeBuf = 2*artifact.RefLen + 3*19 + 6 + MaxReadToolNameLen + 160
+// appendNoticeHead appends the notice's first three lines.
+func appendNoticeHead(b []byte, f *stored, p Policy) []byte {
+	start := len(b)
+	b = f.ref.AppendString(b)
+	ref := b[start:] // the other references copy the first: one hex encoding
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, f.size, 10)
+	b = append(b, " bytes, "...)
+	b = strconv.AppendInt(b, f.lines, 10)
+	b = append(b, " lines, "...)
+	b = append(b, f.kind...)
+	b = append(b, "; stored outside this conversation.\n"...)
+	switch f.kind {
+	case "text":
+		b = append(b, "Search it with "...)
+		b = append(b, p.ToolName(ViewSearch)...)
+		b = append(b, ` {"reference": "`...)
+		b = append(b, ref...)
+		b = append(b, `", "pattern": "`+patternPlaceholder+`"} or read its lines with `...)
+		b = append(b, p.ToolName(ViewLines)...)
+		const args = ` {"reference": "", "start_line": 1, "line_count": 100}.`
+		if len(b)-start+len(args)+len(ref) > MaxNoticeLen {
+			return append(b, '.')
+		}
+		b = append(b, ` {"reference": "`...)
+		b = append(b, ref...)
+		return append(b, `", "start_line": 1, "line_count": 100}.`...)
+	case "json":
+		b = append(b, "Query it with "...)
+		b = append(b, p.ToolName(ViewQuery)...)
+		b = append(b, ` {"reference": "`...)
+		b = append(b, ref...)
+		return append(b, `", "filter": "`+filterPlaceholder+`"}.`...)
+	}
+	b = append(b, "Read it with "...)
+	b = append(b, p.ToolName(ViewRange)...)
+	b = append(b, ` {"reference": "`...)
+	b = append(b, ref...)
+	b = append(b, `", "offset": 0, "length": `...)
+	k := min(f.size, readWindow)
+	b = strconv.AppendInt(b, k, 10)
+	b = append(b, `, "max_bytes": `...)
+	b = strconv.AppendInt(b, k, 10)
+	return append(b, "}."...)
+}
+
+// shapeRoom returns how many bytes the outline of a JSON body may take on
+// line 4 of its notice: what the first three lines leave of MaxNoticeLen,
+// with the whole line at most classify.MaxShapeLen bytes.
+func shapeRoom(f *stored, p Policy) int {
+	var buf [noticeBuf]byte
+	head := appendNoticeHead(buf[:0], f, p)
+	return min(MaxNoticeLen-len(head)-1, classify.MaxShapeLen) - len(shapePrefix)
+}
+
+// noticeBuf is room for every stored notice.
+const noticeBuf = MaxNoticeLen
+
+// MaxMaskLen bounds a history mask (MaskNotice).
+const MaxMaskLen = 160
+
+// MaskNotice renders the mask that stands in for a tool result which the
+// history budget moved out of the conversation (see docs/history.md):
+//
+//	artifact://sha256/<hex>
+//	<N> bytes, <kind>; read with <tool>, <tool>
+//
+// the reference on the first line, then the size, the kind and the names of
+// the read tools that fit the kind, from the policy: for text the search
+// and read tools, for json the query and read tools, else the read tool.
+// It is at most MaxMaskLen bytes: a tool name that would take it over is
+// left out, and so is a kind other than text, json or binary that would.
+// It depends only on its arguments, so a history masks to the same bytes
+// each time.
+func MaskNotice(ref artifact.Ref, size int64, kind string, p Policy) string {
+	b := make([]byte, 0, MaxMaskLen)
+	b = ref.AppendString(b)
+	b = append(b, '\n')
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, " bytes"...)
+	if len(b)+2+len(kind) <= MaxMaskLen {
+		b = append(b, ", "...)
+		b = append(b, kind...)
+	}
+	tools := [2]string{p.ToolName(ViewRange)}
+	switch kind {
+	case "text":
+		tools = [2]string{p.ToolName(ViewSearch), p.ToolName(ViewLines)}
+	case "json":
+		tools = [2]string{p.ToolName(ViewQuery), p.ToolName(ViewRange)}
+	}
+	sep := "; read with "
+	for _, t := range tools {
+		if t != "" && len(b)+len(sep)+len(t) <= MaxMaskLen {
+			b = append(b, sep...)
+			b = append(b, t...)
+			sep = ", "
+		}
+	}
+	return string(b)
+}
 
 // failureAdvice is the one line of advice after a categorical failure.
 var failureAdvice = map[Reason]string{

@@ -19,14 +19,26 @@ import (
 // one is classified here, first, by a classifier that stays on the stack.
 func (st *storing) digestBytes(ctx context.Context) error {
 	if n := len(st.bytes); n >= overlapMin || n >= overlapJSONMin && classify.MayBeJSON(st.bytes) {
-		c := new(classify.Classifier)
-		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: c})
-		return st.digested(p, c, err)
+		ob := new(observed)
+		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: ob})
+		return st.digested(p, ob, err)
 	}
-	var c classify.Classifier
-	_, _ = c.Write(st.bytes)
+	var ob observed
+	_, _ = ob.Write(st.bytes)
 	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, nil)
-	return st.digested(p, &c, err)
+	return st.digested(p, &ob, err)
+}
+
+// observed is the classification pass over a body: its kind and lines, and
+// the outline of a JSON body, from the same writes.
+type observed struct {
+	c     classify.Classifier
+	shape classify.Shape
+}
+
+func (o *observed) Write(p []byte) (int, error) {
+	_, _ = o.c.Write(p)
+	return o.shape.Write(p)
 }
 
 // The smallest byte inputs whose classification overlaps their hash: any
@@ -41,23 +53,35 @@ const (
 	overlapJSONMin = 16 << 10
 )
 
-// digested keeps the digest and classification of byte input.
-func (st *storing) digested(p *workspace.Pending, c *classify.Classifier, err error) error {
+// digested keeps the digest and what the classification pass found.
+func (st *storing) digested(p *workspace.Pending, ob *observed, err error) error {
 	if err != nil {
 		return err
 	}
-	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
+	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), ob.c.Kind().String(), ob.c.Lines()
+	if ob.c.Kind() == classify.JSON {
+		// Rendered now, while the recorder is at hand: the room it has
+		// depends only on what the notice's first lines say.
+		st.shapeLen = len(ob.shape.Append(st.shapeBuf[:0], shapeRoom(st.facts(), st.o.policy)))
+	}
 	return nil
+}
+
+// facts is what the notice says of the body.
+func (st *storing) facts() *stored {
+	return &stored{ref: st.ref, size: st.size, lines: st.lines, kind: st.kind, shape: st.shapeBuf[:st.shapeLen]}
 }
 
 // storing carries one oversized result through §4 step 5.
 type storing struct {
-	o     *Offloader
-	call  Call
-	ref   artifact.Ref
-	size  int64
-	kind  string
-	lines int64
+	o        *Offloader
+	call     Call
+	ref      artifact.Ref
+	size     int64
+	kind     string
+	lines    int64
+	shapeLen int // the outline of a JSON body: shapeBuf[:shapeLen]
+	shapeBuf [classify.MaxShapeLen]byte
 
 	bytes   []byte             // byte input; nil for a stream
 	orig    any                // byte input's original value
@@ -79,7 +103,7 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	case Offloaded, ExistingReference:
 		st.discard()
 		so := new(storedOutcome)
-		notice := storedNotice(&so.notice, st.ref, st.size, st.lines, st.kind, o.policy.toolName())
+		notice := storedNotice(&so.notice, st.facts(), o.policy)
 		so.out = OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
 		return o.finish(ctx, &so.out, oc, r, st.size)
 	}
@@ -232,9 +256,9 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	} else {
 		rest = bytes.NewReader(head)
 	}
-	var c classify.Classifier
+	ob := new(observed)
 	src := &countingReader{r: io.MultiReader(rest, r)}
-	st.head = &previewTap{next: &c, max: int(o.policy.PreviewBytes)}
+	st.head = &previewTap{next: ob, max: int(o.policy.PreviewBytes)}
 	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: st.head})
 	// Bytes were consumed from r before the workspace saw any, so a write
 	// that failed early has still read at least st.read bytes.
@@ -252,7 +276,9 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	default:
 		return st.result(ctx, Failed, WorkspaceWriteFailed)
 	}
-	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), c.Kind().String(), c.Lines()
+	if err := st.digested(p, ob, nil); err != nil {
+		return st.abort(err)
+	}
 	return st.decide(ctx)
 }
 

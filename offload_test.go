@@ -93,16 +93,28 @@ func TestOffloadedNotice(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			out := mustOffload(t, e.off, e.ctx, c.body)
 			lines := strings.Split(out.Notice, "\n")
-			if len(lines) != 3 || lines[0] != out.Ref.String() || strings.HasSuffix(out.Notice, "\n") {
+			want := 3
+			if c.kind == "json" {
+				want = 4
+			}
+			if len(lines) != want || lines[0] != out.Ref.String() || strings.HasSuffix(out.Notice, "\n") {
 				t.Fatalf("notice shape: %q", out.Notice)
 			}
 			if !strings.HasPrefix(lines[1], itoa(len(c.body))+" bytes, "+itoa64(c.lines)+" lines, "+c.kind) {
 				t.Fatalf("line 2 = %q", lines[1])
 			}
+			ref := out.Ref.String()
 			k := itoa(min(len(c.body), 65536))
-			want := `Read it with read_artifact {"reference": "` + out.Ref.String() + `", "offset": 0, "length": ` + k + `, "max_bytes": ` + k + `}.`
-			if lines[2] != want {
+			line3 := map[string]string{
+				"text":   `Search it with search_artifact {"reference": "` + ref + `", "pattern": "<text to find>"} or read its lines with read_artifact {"reference": "` + ref + `", "start_line": 1, "line_count": 100}.`,
+				"json":   `Query it with query_artifact {"reference": "` + ref + `", "filter": "<jq filter>"}.`,
+				"binary": `Read it with read_artifact {"reference": "` + ref + `", "offset": 0, "length": ` + k + `, "max_bytes": ` + k + `}.`,
+			}[c.kind]
+			if lines[2] != line3 {
 				t.Fatalf("line 3 = %q", lines[2])
+			}
+			if c.kind == "json" && lines[3] != `shape: {"rows": array[3] of number, "more": string}` {
+				t.Fatalf("line 4 = %q", lines[3])
 			}
 			if out.Text() != out.Notice || out.Content() != nil || out.Original != nil {
 				t.Fatal("a stored outcome must not keep the content")
@@ -122,7 +134,7 @@ func TestNoticeBoundAndToolName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	big := bytes.Repeat([]byte("\n"), 1<<20)
+	big := bytes.Repeat([]byte("\n\xff"), 1<<19)
 	out := mustOffload(t, off, e.ctx, big)
 	if len(out.Notice) > hybridctx.MaxNoticeLen || !strings.Contains(out.Notice, "Read it with "+name+" ") {
 		t.Fatalf("notice %d bytes: %q", len(out.Notice), out.Notice)

@@ -1,0 +1,95 @@
+package hybridctx
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/internal/classify"
+)
+
+// noticePolicies are the default tool names and the longest ones.
+func noticePolicies() []Policy {
+	long := func(c string) string { return strings.Repeat(c, MaxReadToolNameLen) }
+	return []Policy{{}, {ReadToolName: long("r"), SearchToolName: long("s"), QueryToolName: long("q")},
+		{ReadToolName: long("r")}, {SearchToolName: long("s")}}
+}
+
+// TestNoticeBoundAtTheExtremes: at the largest sizes and line counts and
+// with the longest tool names, every kind's notice stays within
+// MaxNoticeLen, shows the policy's tool names, and a JSON body's outline
+// is cut to the room left (never dropped while there is room for one).
+func TestNoticeBoundAtTheExtremes(t *testing.T) {
+	var wide strings.Builder
+	wide.WriteString("{")
+	for i := range 10000 {
+		fmt.Fprintf(&wide, `"%s%d":[{"a":1}],`, strings.Repeat("é", 30), i)
+	}
+	wide.WriteString(`"z":0}`)
+	var sh classify.Shape
+	sh.Write([]byte(wide.String()))
+	ref := artifact.RefOf([]byte("x"))
+	for _, p := range noticePolicies() {
+		for _, n := range []int64{0, 1, 65536, 1 << 30, math.MaxInt64} {
+			for _, kind := range []string{"text", "json", "binary"} {
+				f := &stored{ref: ref, size: n, lines: n, kind: kind}
+				var sb [classify.MaxShapeLen]byte
+				if kind == "json" {
+					f.shape = sh.Append(sb[:0], shapeRoom(f, p))
+				}
+				var buf [noticeBuf]byte
+				got := storedNotice(&buf, f, p)
+				if len(got) > MaxNoticeLen || !utf8.ValidString(got) {
+					t.Fatalf("%s, %d bytes, %+v: %d bytes: %q", kind, n, p, len(got), got)
+				}
+				lines := strings.Split(got, "\n")
+				if lines[0] != ref.String() || !strings.HasPrefix(lines[1], fmt.Sprintf("%d bytes, %d lines, %s;", n, n, kind)) {
+					t.Fatalf("lines 1-2: %q", got)
+				}
+				tools := map[string][]View{"text": {ViewSearch, ViewLines}, "json": {ViewQuery}, "binary": {ViewRange}}[kind]
+				for _, v := range tools {
+					if !strings.Contains(lines[2], " "+p.ToolName(v)) {
+						t.Errorf("%s: line 3 does not name %s: %q", kind, p.ToolName(v), lines[2])
+					}
+				}
+				if kind == "json" {
+					if len(lines) != 4 || !strings.HasPrefix(lines[3], shapePrefix+"{") || len(lines[3]) > classify.MaxShapeLen || !strings.Contains(lines[3], "…") {
+						t.Errorf("line 4: %q", got)
+					}
+				} else if len(lines) != 3 {
+					t.Errorf("%s: %d lines: %q", kind, len(lines), got)
+				}
+			}
+		}
+	}
+}
+
+func TestMaskNotice(t *testing.T) {
+	ref := artifact.RefOf([]byte("x"))
+	if got, want := MaskNotice(ref, 1234, "text", Policy{}), ref.String()+"\n1234 bytes, text; read with search_artifact, read_artifact"; got != want {
+		t.Errorf("text:\n got %q\nwant %q", got, want)
+	}
+	if got, want := MaskNotice(ref, 99, "json", Policy{QueryToolName: "q"}), ref.String()+"\n99 bytes, json; read with q, read_artifact"; got != want {
+		t.Errorf("json:\n got %q\nwant %q", got, want)
+	}
+	if got, want := MaskNotice(ref, 7, "binary", Policy{ReadToolName: "fetch"}), ref.String()+"\n7 bytes, binary; read with fetch"; got != want {
+		t.Errorf("binary:\n got %q\nwant %q", got, want)
+	}
+	for _, p := range noticePolicies() {
+		for _, n := range []int64{0, math.MaxInt64} {
+			for _, kind := range []string{"text", "json", "binary", strings.Repeat("k", 200)} {
+				got := MaskNotice(ref, n, kind, p)
+				if len(got) > MaxMaskLen || !strings.HasPrefix(got, ref.String()+"\n"+fmt.Sprint(n)+" bytes") || got != MaskNotice(ref, n, kind, p) {
+					t.Errorf("%d bytes: %q", len(got), got)
+				}
+			}
+		}
+	}
+	// The defaults fit whole at the largest size.
+	if got := MaskNotice(ref, math.MaxInt64, "text", Policy{}); !strings.HasSuffix(got, "; read with search_artifact, read_artifact") {
+		t.Errorf("%q", got)
+	}
+}
