@@ -132,7 +132,7 @@ func TestCustomReadToolName(t *testing.T) {
 	}
 	r := newRig(t, p, nil)
 	res := r.call(t, "large", nil)
-	if !strings.Contains(texts(res)[0], "Read it with fetch_result {") {
+	if !strings.Contains(texts(res)[0], "read its lines with fetch_result {") {
 		t.Fatalf("notice %q", texts(res)[0])
 	}
 	if got := r.call(t, "fetch_result", map[string]any{"reference": linkOf(t, res).URI, "length": 10}); got.IsError {

@@ -68,11 +68,15 @@ runs against one workspace stay apart) and the workload's session name.
 --questions adds the context-economy benchmark: for every stored result, one
 question with a known answer (the line of a text result holding a token found
 nowhere else in it; the value at a path of a JSON result), answered by a
-scripted model twice: with byte pages of read_artifact only, and with the
+scripted model three times: with byte pages of read_artifact only; with the
 targeted tools (search_artifact, then read_artifact by line when the line was
-cut; query_artifact). "questions" in the report gives, per strategy, calls and
-bytes rehydrated per question (p50, p95, max) and the exact answers. It needs
-a generated workload or a --workload file (it reads the workload twice).
+cut; query_artifact); and led by the notice (its first call the one the
+notice shows, the placeholder filled in: the token, or a JSON filter written
+from the notice's shape of the document; then as the targeted tools).
+"questions" in the report gives, per strategy (byte_pages, targeted_tools,
+notice_led), calls and bytes rehydrated per question (p50, p95, max) and the
+exact answers. It needs a generated workload or a --workload file (it reads
+the workload twice).
 
 A round trip that does not return the original bytes, or a history that
 breaks its invariant, exits 1 after printing the report.
@@ -104,7 +108,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.Int64Var(&o.threshold, "threshold", workload.DefaultThreshold, "largest tool result, in bytes, that stays inline (> 0)")
 	f.StringVar(&o.workload, "workload", "", `replay this JSON Lines workload ("-" for standard input)`)
 	f.StringVar(&o.emit, "emit-workload", "", `write the generated workload as JSON Lines to FILE ("-" for standard output) and exit`)
-	f.BoolVar(&o.questions, "questions", false, "also answer one question per stored result with byte pages and with the targeted tools")
+	f.BoolVar(&o.questions, "questions", false, "also answer one question per stored result with byte pages, with the targeted tools and as the notice leads")
 	return cmd
 }
 

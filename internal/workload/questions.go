@@ -51,9 +51,15 @@ type QuestionReport struct {
 	// results with no question (binary, or no line unique in its body).
 	Questions int `json:"questions"`
 	Skipped   int `json:"skipped"`
-	// BytePages and Tools are the two strategies.
+	// BytePages, Tools and NoticeLed are the three strategies.
 	BytePages Strategy `json:"byte_pages"`
 	Tools     Strategy `json:"targeted_tools"`
+	NoticeLed Strategy `json:"notice_led"`
+
+	// shapeMisses counts JSON questions whose filter the notice's outline
+	// did not settle (the scripted model then wrote the rest as the
+	// question words it).
+	shapeMisses int
 }
 
 // Strategy sums one way of answering every question.
@@ -139,7 +145,7 @@ func AskQuestions(ctx context.Context, src Source, store *workspace.Store, opts 
 			}
 			sets[it.Session] = set
 		}
-		asked, err := ask(ctx, set, it.Content, opts.MaxBytes, rep)
+		asked, err := ask(ctx, set, it.Content, opts, rep)
 		if err != nil {
 			return nil, err
 		}
@@ -151,6 +157,7 @@ func AskQuestions(ctx context.Context, src Source, store *workspace.Store, opts 
 	}
 	rep.BytePages.finish()
 	rep.Tools.finish()
+	rep.NoticeLed.finish()
 	return rep, nil
 }
 
@@ -167,55 +174,127 @@ func toolsFor(store *workspace.Store, o artifact.Owner) (*readtools.Set, error) 
 }
 
 // ask asks the question of one body, if it has one.
-func ask(ctx context.Context, set *readtools.Set, body []byte, maxBytes int64, rep *QuestionReport) (bool, error) {
+func ask(ctx context.Context, set *readtools.Set, body []byte, opts QuestionOptions, rep *QuestionReport) (bool, error) {
 	ref := artifact.RefOf(body).String()
 	seed := fnv.New64a()
 	seed.Write(body[:min(len(body), 4096)])
 	pick := seed.Sum64()
+	var q question
 	if json.Valid(body) {
-		path, want, ok := jsonQuestion(body, pick)
+		path, steps, want, ok := jsonQuestion(body, pick)
 		if !ok {
 			return false, nil
 		}
+		q = question{json: true, path: path, steps: steps, want: want}
 		rep.BytePages.add(pages(int64(len(body))), int64(len(body)), true)
-		res, err := call(ctx, set, readtools.Query, map[string]any{"reference": ref, "filter": path, "max_bytes": maxBytes})
-		if err != nil {
-			return false, err
+	} else {
+		if !utf8.Valid(body) {
+			return false, nil
 		}
-		first, _, _ := strings.Cut(res.ModelText(), "\n")
-		var got any
-		exact := !res.IsError && json.Unmarshal([]byte(first), &got) == nil && reflect.DeepEqual(got, want)
-		rep.Tools.add(1, answerBytes(res), exact)
-		return true, nil
+		lineNo, line, token, ok := textQuestion(body, pick)
+		if !ok {
+			return false, nil
+		}
+		q = question{lineNo: lineNo, line: line, token: token}
+		end := int64(bytes.Index(body, line)) + int64(len(line))
+		rep.BytePages.add(pages(end), min(int64(len(body)), pages(end)*pageBytes), true)
 	}
-	if !utf8.Valid(body) {
-		return false, nil
-	}
-	lineNo, line, token, ok := textQuestion(body, pick)
-	if !ok {
-		return false, nil
-	}
-	end := int64(bytes.Index(body, line)) + int64(len(line))
-	rep.BytePages.add(pages(end), min(int64(len(body)), pages(end)*pageBytes), true)
-	res, err := call(ctx, set, readtools.Search, map[string]any{"reference": ref, "pattern": token, "max_bytes": maxBytes})
+	m := &scripted{set: set, ref: ref, maxBytes: opts.MaxBytes}
+	exact, err := m.targeted(ctx, &q)
 	if err != nil {
 		return false, err
 	}
-	calls, n := int64(1), answerBytes(res)
-	text := strings.TrimSuffix(string(line), "\n")
-	prefix := strconv.FormatInt(lineNo, 10) + ":"
+	rep.Tools.add(m.calls, m.bytes, exact)
+	notice, err := noticeOf(ctx, body, opts.Threshold)
+	if err != nil {
+		return false, err
+	}
+	m = &scripted{set: set, ref: ref, maxBytes: opts.MaxBytes}
+	exact, missed, err := m.noticeLed(ctx, &q, notice, body)
+	if err != nil {
+		return false, err
+	}
+	rep.NoticeLed.add(m.calls, m.bytes, exact)
+	if missed {
+		rep.shapeMisses++
+	}
+	return true, nil
+}
+
+// question is the question asked of one body: a text body's line, with
+// its number and the token found nowhere else, or the value at a path of
+// a JSON body (the path's steps: int indices and string keys).
+type question struct {
+	json   bool
+	lineNo int64
+	line   []byte
+	token  string
+	path   string
+	steps  []any
+	want   any
+}
+
+// scripted is the scripted model answering one question: the calls it
+// made and the bytes they brought into the conversation.
+type scripted struct {
+	set          *readtools.Set
+	ref          string
+	maxBytes     int64
+	calls, bytes int64
+}
+
+// call makes one read call and counts it.
+func (m *scripted) call(ctx context.Context, k readtools.Kind, args map[string]any) (*readtools.Result, error) {
+	res, err := call(ctx, m.set, k, args)
+	if err != nil {
+		return nil, err
+	}
+	m.calls++
+	m.bytes += answerBytes(res)
+	return res, nil
+}
+
+// targeted answers with the targeted tools: query_artifact with the
+// question's path; search_artifact for the token, then the line by number
+// if the search cut it.
+func (m *scripted) targeted(ctx context.Context, q *question) (bool, error) {
+	if q.json {
+		return m.query(ctx, q, q.path)
+	}
+	return m.search(ctx, q, map[string]any{"reference": m.ref, "pattern": q.token})
+}
+
+// query runs filter and says whether its first result is the answer.
+func (m *scripted) query(ctx context.Context, q *question, filter string) (bool, error) {
+	res, err := m.call(ctx, readtools.Query, map[string]any{"reference": m.ref, "filter": filter, "max_bytes": m.maxBytes})
+	if err != nil {
+		return false, err
+	}
+	first, _, _ := strings.Cut(res.ModelText(), "\n")
+	var got any
+	return !res.IsError && json.Unmarshal([]byte(first), &got) == nil && reflect.DeepEqual(got, q.want), nil
+}
+
+// search runs a search with args (the token filled in) and, when the line
+// was cut around the token, reads it whole by number.
+func (m *scripted) search(ctx context.Context, q *question, args map[string]any) (bool, error) {
+	args["max_bytes"] = m.maxBytes
+	res, err := m.call(ctx, readtools.Search, args)
+	if err != nil {
+		return false, err
+	}
+	text := strings.TrimSuffix(string(q.line), "\n")
+	prefix := strconv.FormatInt(q.lineNo, 10) + ":"
 	exact := !res.IsError && strings.HasPrefix(res.ModelText(), prefix+text+"\n")
 	if !exact && !res.IsError && strings.HasPrefix(res.ModelText(), prefix+"[line of ") {
 		// The line was cut around the token: read it whole by number.
-		res, err = call(ctx, set, readtools.Read, map[string]any{"reference": ref, "start_line": lineNo, "line_count": 1, "max_bytes": maxBytes})
+		res, err = m.call(ctx, readtools.Read, map[string]any{"reference": m.ref, "start_line": q.lineNo, "line_count": 1, "max_bytes": m.maxBytes})
 		if err != nil {
 			return false, err
 		}
-		calls, n = calls+1, n+answerBytes(res)
-		exact = !res.IsError && bytes.Equal(res.Bytes(), line)
+		exact = !res.IsError && bytes.Equal(res.Bytes(), q.line)
 	}
-	rep.Tools.add(calls, n, exact)
-	return true, nil
+	return exact, nil
 }
 
 func pages(end int64) int64 { return max(1, (end+pageBytes-1)/pageBytes) }
@@ -283,27 +362,29 @@ func nthLine(body []byte, no int64) []byte {
 }
 
 // jsonQuestion walks from the document's root to a leaf, choosing array
-// elements and object keys from pick, and returns the jq path and the
-// leaf's value.
-func jsonQuestion(body []byte, pick uint64) (string, any, bool) {
+// elements and object keys from pick, and returns the jq path, its steps
+// (int indices, string keys) and the leaf's value.
+func jsonQuestion(body []byte, pick uint64) (string, []any, any, bool) {
 	var v any
 	if json.Unmarshal(body, &v) != nil {
-		return "", nil, false
+		return "", nil, nil, false
 	}
+	var steps []any
 	var path strings.Builder
 	for depth := 0; depth < 32; depth++ {
 		switch x := v.(type) {
 		case []any:
 			if len(x) == 0 {
-				return finishPath(&path), v, true
+				return finishPath(&path), steps, v, true
 			}
 			i := int(pick % uint64(len(x)))
+			steps = append(steps, i)
 			pick = pick/uint64(len(x)) + 7919*uint64(depth+1)
 			fmt.Fprintf(&path, "[%d]", i)
 			v = x[i]
 		case map[string]any:
 			if len(x) == 0 {
-				return finishPath(&path), v, true
+				return finishPath(&path), steps, v, true
 			}
 			keys := make([]string, 0, len(x))
 			for k := range x {
@@ -311,15 +392,16 @@ func jsonQuestion(body []byte, pick uint64) (string, any, bool) {
 			}
 			sort.Strings(keys)
 			k := keys[int(pick%uint64(len(keys)))]
+			steps = append(steps, k)
 			pick = pick/uint64(len(keys)) + 104729*uint64(depth+1)
 			q, _ := json.Marshal(k)
 			fmt.Fprintf(&path, "[%s]", q)
 			v = x[k]
 		default:
-			return finishPath(&path), v, true
+			return finishPath(&path), steps, v, true
 		}
 	}
-	return "", nil, false
+	return "", nil, nil, false
 }
 
 func finishPath(b *strings.Builder) string { return "." + b.String() }
