@@ -356,22 +356,33 @@ func (s *Shape) close() {
 // and returns where it stopped: the end of p, or past the closer of the
 // skipped container.
 func (s *Shape) skipOver(p []byte, i int) int {
-	for ; i < len(p); i++ {
-		b := p[i]
+	for i < len(p) {
 		switch {
 		case s.esc:
 			s.esc = false
+			i++
+			continue
 		case s.str:
-			if b == '\\' {
-				s.esc = true
-			} else if b == '"' {
-				s.str = false
+			j, c := stringStop(p, i)
+			if j == len(p) {
+				return j
 			}
-		case b == '"':
+			s.str, s.esc = c != '"', c == '\\'
+			i = j + 1
+			continue
+		}
+		for i < len(p) && !structural[p[i]] {
+			i++
+		}
+		if i == len(p) {
+			return i
+		}
+		switch p[i] {
+		case '"':
 			s.str = true
-		case b == '{' || b == '[':
+		case '{', '[':
 			s.skip++
-		case b == '}' || b == ']':
+		case '}', ']':
 			if s.skip--; s.skip == 0 {
 				if s.shut >= 0 {
 					s.nodes[s.shut].closed = true
@@ -383,8 +394,24 @@ func (s *Shape) skipOver(p []byte, i int) int {
 				return i + 1
 			}
 		}
+		i++
 	}
 	return i
+}
+
+// structural marks the bytes skip mode stops at outside strings.
+var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// stringStop returns the index of the first quote or backslash of p at or
+// after i, and that byte, or len(p) and 0.
+func stringStop(p []byte, i int) (int, byte) {
+	for i < len(p) && p[i] != '"' && p[i] != '\\' {
+		i++
+	}
+	if i == len(p) {
+		return i, 0
+	}
+	return i, p[i]
 }
 
 // Append appends the outline of what was written to dst, in at most

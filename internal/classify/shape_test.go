@@ -204,3 +204,19 @@ func TestShapeAppendKeepsDst(t *testing.T) {
 		t.Errorf("%.1f allocations per outline", n)
 	}
 }
+
+// BenchmarkShape records the outline of 64 KiB of records, the most a
+// body's outline reads.
+func BenchmarkShape(b *testing.B) {
+	var doc bytes.Buffer
+	doc.WriteString("[")
+	for i := 0; doc.Len() < JSONScanLimit; i++ {
+		fmt.Fprintf(&doc, `{"id":%d,"name":"naïve","score":%d.5,"ok":true,"tags":["a","b\u00e9",null],"path":"/srv/data/%d.json"},`, i, i, i)
+	}
+	p := doc.Bytes()[:JSONScanLimit]
+	b.SetBytes(int64(len(p)))
+	for b.Loop() {
+		var s Shape
+		s.Write(p)
+	}
+}
