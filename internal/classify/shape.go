@@ -29,7 +29,10 @@ import "unicode/utf8"
 //     count as a level of keys; from the fifth nested container on,
 //     array[N] alone);
 //   - … where it is cut: members beyond what it keeps, the rest of a
-//     container still open where reading stopped, a long key.
+//     container still open where reading stopped, a long key;
+//   - keys as JSON strings, their escapes kept and any byte that is not
+//     valid UTF-8 written \ufffd, so that the outline is valid UTF-8
+//     however it is cut.
 //
 // Keys are content: the outline belongs in the notice the model sees and
 // nowhere else.
