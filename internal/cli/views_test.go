@@ -191,10 +191,16 @@ func TestBenchQuestions(t *testing.T) {
 			Pages struct {
 				Exact float64 `json:"exact_percent"`
 			} `json:"byte_pages"`
+			Led struct {
+				Calls struct{ P95 int64 } `json:"calls"`
+				Bytes struct{ P95 int64 } `json:"bytes"`
+				Exact float64             `json:"exact_percent"`
+			} `json:"notice_led"`
 		} `json:"questions"`
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &v); err != nil || v.Questions.Questions == 0 || v.Questions.Tools.Exact != 100 ||
-		v.Questions.Tools.Calls.P95 > 2 || v.Questions.Tools.Bytes.P95 > 4096 || v.Questions.Pages.Exact != 100 {
+		v.Questions.Tools.Calls.P95 > 2 || v.Questions.Tools.Bytes.P95 > 4096 || v.Questions.Pages.Exact != 100 ||
+		v.Questions.Led.Exact != 100 || v.Questions.Led.Calls.P95 > 2 || v.Questions.Led.Bytes.P95 > 4096 {
 		t.Fatalf("%v %s", err, r.stdout)
 	}
 	wantCode(t, withInput(t, []byte(""), "bench", "--questions", "--workload", "-"), ExitUsage)
