@@ -45,7 +45,7 @@ func (a *app) rehydrateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rehydrate REF --budget N [--offset N] [--length N | --start-line N [--line-count N]]",
 		Short: "Print the verified bytes of a reference",
-		Long:  withExitCodes(rehydrateLong),
+		Long:  rehydrateLong,
 		Args:  cobra.ExactArgs(1),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.rehydrate(cmd, args[0], o) })

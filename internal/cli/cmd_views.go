@@ -91,7 +91,7 @@ func (a *app) searchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "search REF PATTERN --budget N [--regex] [--ignore-case] [--context N] [--max-matches N] [--skip N]",
 		Short: "Print the lines of a stored result that match a pattern",
-		Long:  withExitCodes(searchLong),
+		Long:  searchLong,
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error {
@@ -127,7 +127,7 @@ func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query REF FILTER --budget N [--skip N]",
 		Short: "Print the results of a jq filter over a stored JSON result",
-		Long:  withExitCodes(queryLong),
+		Long:  queryLong,
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error {
