@@ -116,11 +116,12 @@ func (s *Signals) loop() {
 }
 
 // Sync returns once every SIGINT or SIGTERM the process received before
-// the call has cancelled the context (at most about syncWait). It raises
-// the sync signal (SIGWINCH, ignored by default) at the process: the
-// kernel hands pending signals over lowest number first, and the runtime
-// passes them on in that order, so its echo arrives after any SIGINT (2)
-// or SIGTERM (15) already pending. A nil Signals does nothing.
+// the call has cancelled the context (at most about syncWait). It first
+// waits until no such signal is pending or half-delivered (settleSignals),
+// then raises the sync signal (SIGWINCH, ignored by default) at the
+// process and waits for its echo: the runtime passes queued signals on
+// lowest number first, so the echo comes after any SIGINT (2) or SIGTERM
+// (15) already queued. A nil Signals does nothing.
 func (s *Signals) Sync() {
 	if s == nil {
 		return
@@ -131,10 +132,12 @@ func (s *Signals) Sync() {
 	case <-s.acks: // a stale echo (a terminal resize, say)
 	default:
 	}
+	deadline := time.Now().Add(syncWait)
+	settleSignals(deadline)
 	if s.ctx.Err() != nil || !raiseSyncSignal() {
 		return
 	}
-	t := time.NewTimer(syncWait)
+	t := time.NewTimer(time.Until(deadline))
 	defer t.Stop()
 	select {
 	case <-s.acks:
