@@ -45,9 +45,19 @@ func (p *pager) tooLarge(n int) {
 	p.full = true
 }
 
-// summary renders "<M> <noun> (showing <a>-<b>)", plus how to continue
-// when items remain after b.
+// summary renders the summary line: its count (counts), plus how to
+// continue when items remain after the last shown.
 func (p *pager) summary(skip int64, shown int) []byte {
+	s := p.counts(skip, shown)
+	if last := skip + int64(shown); shown > 0 && last < p.total {
+		s = append(s, "; continue with skip "...)
+		s = strconv.AppendInt(s, last, 10)
+	}
+	return append(s, '\n')
+}
+
+// counts renders "<M> <noun> (showing <a>-<b>)" or "(showing none)".
+func (p *pager) counts(skip int64, shown int) []byte {
 	s := strconv.AppendInt(nil, p.total, 10)
 	s = append(s, ' ')
 	s = append(s, p.noun...)
@@ -60,12 +70,8 @@ func (p *pager) summary(skip int64, shown int) []byte {
 		s = append(s, '-')
 		s = strconv.AppendInt(s, last, 10)
 		s = append(s, ')')
-		if last < p.total {
-			s = append(s, "; continue with skip "...)
-			s = strconv.AppendInt(s, last, 10)
-		}
 	}
-	return append(s, '\n')
+	return s
 }
 
 // answer ends the page: it drops the last items until the summary fits,
@@ -93,6 +99,7 @@ func (p *pager) answer(skip int64) viewAnswer {
 	if shown > 0 {
 		body = p.buf[:p.ends[shown-1]]
 	}
+	page.ItemBytes, page.Summary = int64(len(body)), string(p.counts(skip, shown))
 	body = append(body, sum...)
 	return viewAnswer{outcome: Resolved, reason: DigestVerified, body: body, observed: int64(len(body)), page: page}
 }

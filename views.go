@@ -54,6 +54,16 @@ type Page struct {
 	// over_budget, the first requested line in the body, so it can be read
 	// by byte range.
 	LineOffset, LineLength int64
+	// ItemBytes is, for a resolved search or query, how many leading
+	// bytes of the answer are its items (matching and context lines, or
+	// results); the summary line follows them. The read tools show the
+	// whole answer; a host may show the items alone and the summary apart
+	// (the command line prints it on standard error).
+	ItemBytes int64
+	// Summary is that summary line's count, "<M> matches (showing
+	// <a>-<b>)", without how to continue (Next says where) or the newline;
+	// "" for lines and range.
+	Summary string
 }
 
 // LinesRequest asks for whole lines of a body (the lines view).

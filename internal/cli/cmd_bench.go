@@ -96,9 +96,9 @@ func (a *app) benchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "bench [--seed N] [--count N] [--threshold N] [--workload FILE | --emit-workload FILE]",
 		Short: "Replay a seeded or given workload through the agent loop and print measurements as JSON",
-		Long: withExitCodes(strings.NewReplacer(
+		Long: strings.NewReplacer(
 			"<max>", strconv.Itoa(workload.MaxCallIDLen),
-			"<ahead>", strconv.Itoa(workload.DefaultReadAhead>>20)).Replace(benchLong)),
+			"<ahead>", strconv.Itoa(workload.DefaultReadAhead>>20)).Replace(benchLong),
 		Args: cobra.NoArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.bench(cmd, o) })

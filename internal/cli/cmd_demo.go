@@ -54,7 +54,7 @@ func (a *app) demoCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo [--threshold N] [--budget N]",
 		Short: "Run a scripted agent conversation with a sub-agent and print the run summary",
-		Long:  withExitCodes(demoLong),
+		Long:  demoLong,
 		Args:  cobra.NoArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.demo(cmd, o) })

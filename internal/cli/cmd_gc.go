@@ -46,7 +46,7 @@ func (a *app) gcCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gc --max-age D [--grace D] [--dry-run]",
 		Short: "Delete records unused for too long, then unreferenced old bodies",
-		Long:  withExitCodes(gcLong),
+		Long:  gcLong,
 		Args:  cobra.NoArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.gc(cmd, maxAge, grace, dryRun) })

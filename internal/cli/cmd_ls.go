@@ -27,7 +27,7 @@ func (a *app) lsCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "ls",
 		Short: "List the owner's records",
-		Long:  withExitCodes(lsLong),
+		Long:  lsLong,
 		Args:  cobra.NoArgs,
 	}
 	cmd.RunE = a.run(a.ls)

@@ -87,9 +87,13 @@ temporary area (the system's for a non-directory workspace) and passed on in
 pieces, so the proxy's memory does not grow with them; --max-message still
 bounds every message.
 
+The proxy's flags end at CMD's name: everything from there on is CMD's own
+(so "hybridctx mcp npx -y PKG DIR" passes -y to npx). A "--" before CMD is
+accepted too, and needed only when CMD's name begins with "-".
+
 Example MCP client configuration:
   {"command": "hybridctx", "args": ["mcp", "--workspace", "/home/ada/.hybridctx",
-   "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/src"]}
+   "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/ada/src"]}
 `
 
 type mcpFlags struct {
@@ -102,13 +106,17 @@ type mcpFlags struct {
 func (a *app) mcpCommand() *cobra.Command {
 	var o mcpFlags
 	cmd := &cobra.Command{
-		Use:   "mcp [--threshold N] [--budget N] [--listen ADDR] (--url URL | -- CMD [ARGS...])",
+		Use:   "mcp [--threshold N] [--budget N] [--listen ADDR] (--url URL | [--] CMD [ARGS...])",
 		Short: "Run an MCP server behind a proxy that bounds its tool results",
-		Long:  withExitCodes(mcpLong),
+		Long:  mcpLong,
 		Args:  cobra.ArbitraryArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.mcp(cmd, args, o) })
 	f := cmd.Flags()
+	// The proxy's flags end at the upstream command's name, with or
+	// without "--": client configurations pass "npx -y PKG" as it is, and
+	// some cannot carry a literal "--".
+	f.SetInterspersed(false)
 	f.Int64Var(&o.threshold, "threshold", DefaultMCPThreshold, "largest content block, in bytes, that stays inline (> 0)")
 	f.Int64Var(&o.resultThreshold, "result-threshold", 0, "most bytes the inline blocks of one result may total (0: 4 × --threshold)")
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")

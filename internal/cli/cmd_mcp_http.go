@@ -40,15 +40,12 @@ func (f *mcpHTTPFlags) register(fs *pflag.FlagSet) {
 
 // validate checks the flags and the command line before anything starts.
 func (o mcpFlags) validate(cmd *cobra.Command, args []string) error {
-	if d := cmd.ArgsLenAtDash(); d > 0 {
-		return usagef(`put the MCP server command after "--": hybridctx mcp [flags] -- CMD ARGS…`)
-	}
 	f := o.http
 	switch {
 	case f.url == "" && len(args) == 0:
-		return usagef(`name the MCP server: --url URL, or a command after "--"`)
+		return usagef("name the MCP server: --url URL, or its command (CMD ARGS…) after the flags")
 	case f.url != "" && len(args) > 0:
-		return usagef(`give either --url or a command after "--", not both`)
+		return usagef("give either --url or a command, not both")
 	case f.url == "" && len(f.headers) > 0:
 		return usagef("--header needs --url")
 	case o.threshold <= 0:

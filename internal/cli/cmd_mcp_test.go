@@ -255,7 +255,7 @@ func TestMCPUsageErrors(t *testing.T) {
 		"bad budget":      {[]string{"mcp", "--budget", "-1", "--", "x"}, "--budget must be > 0"},
 		"bad max-bytes":   {[]string{"mcp", "--max-bytes", "-1", "--", "x"}, "--max-bytes must be >= 0"},
 		"bad max-message": {[]string{"mcp", "--max-message", "0", "--", "x"}, "--max-message must be > 0"},
-		"before the dash": {[]string{"mcp", "node", "--", "server.js"}, `after "--"`},
+		"url and command": {[]string{"mcp", "--url", "http://127.0.0.1:1/mcp", "x", "-y"}, "not both"},
 		"no such program": {[]string{"mcp", "--workspace", ws, "--", "/nonexistent/server"}, "cannot start the upstream MCP server"},
 		"bad owner":       {[]string{"mcp", "--user", " ", "--", "x"}, "owner"},
 	}
@@ -264,6 +264,40 @@ func TestMCPUsageErrors(t *testing.T) {
 		if r.code != ExitUsage || !strings.Contains(r.stderr, c.want) || strings.Count(r.stderr, "\n") != 1 || r.stdout != "" {
 			t.Errorf("%s: exit %d stdout %q stderr %q, want %q", name, r.code, r.stdout, r.stderr, c.want)
 		}
+	}
+}
+
+// TestMCPFlagsEndAtTheCommand: the proxy's flags end at the upstream
+// command's name, with or without "--"; what follows is the command's own,
+// flags and "--" included, exactly as given.
+func TestMCPFlagsEndAtTheCommand(t *testing.T) {
+	bin := mcpServerBin(t)
+	dir := t.TempDir()
+	argsFile := filepath.Join(dir, "args")
+	// The upstream writes its arguments out, then becomes the test server.
+	script := `printf '%s\n' "$@" > "$0"; exec "$ARGS_SERVER"`
+	for name, c := range map[string]struct {
+		args []string
+		want string
+	}{
+		"without --":       {[]string{"--threshold", "100", "sh", "-c", script, argsFile, "-y", "--threshold", "7", "--", "x"}, "-y\n--threshold\n7\n--\nx\n"},
+		"with --":          {[]string{"--threshold", "100", "--", "sh", "-c", script, argsFile, "-y", "DIR"}, "-y\nDIR\n"},
+		"global flag last": {[]string{"sh", "-c", script, argsFile, "--workspace", "elsewhere"}, "--workspace\nelsewhere\n"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Setenv("ARGS_SERVER", bin)
+			_ = os.Remove(argsFile)
+			r := startMCP(t, nil, append([]string{"mcp", "--workspace", newWorkspace(t)}, c.args...)...)
+			if res := r.call(t, "echo", map[string]any{"text": "hi"}); res.IsError {
+				t.Fatalf("echo: %v", res)
+			}
+			if code := r.stop(t); code != 0 {
+				t.Fatalf("exit %d; stderr %s", code, r.stderr.String())
+			}
+			if got, _ := os.ReadFile(argsFile); string(got) != c.want {
+				t.Fatalf("upstream arguments %q, want %q", got, c.want)
+			}
+		})
 	}
 }
 

@@ -53,7 +53,7 @@ func (a *app) offloadCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "offload [FILE|-] --threshold N [--max-bytes N] [--tool NAME] [--call-id ID]",
 		Short: "Keep a tool result inline or store it and print its reference notice",
-		Long:  withExitCodes(fmt.Sprintf(offloadLong, artifact.MaxCallFieldLen)),
+		Long:  fmt.Sprintf(offloadLong, artifact.MaxCallFieldLen),
 		Args:  cobra.MaximumNArgs(1),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.offload(cmd, args, o) })
@@ -160,7 +160,7 @@ func (a *app) openInput(ctx context.Context, args []string) (io.Reader, func(), 
 		if f, ok := a.env.Stdin.(*os.File); ok && isRegular(f) {
 			return f, func() {}, nil
 		}
-		c := newCancelableReader(ctx, a.env.Stdin)
+		c := newCancelableReader(ctx, a.env.Stdin, a.env.Signals.Sync)
 		return c, c.close, nil
 	}
 	var f *os.File
@@ -188,7 +188,7 @@ func (a *app) openInput(ctx context.Context, args []string) (io.Reader, func(), 
 	if fi.Mode().IsRegular() {
 		return f, func() { _ = f.Close() }, nil
 	}
-	c := newCancelableReader(ctx, f)
+	c := newCancelableReader(ctx, f, a.env.Signals.Sync)
 	return c, func() { _ = f.Close(); c.close() }, nil
 }
 

@@ -21,8 +21,10 @@ released (exit 7). --offset and --length (0 = to the end) select a range,
 clamped to the body like an HTTP range. --start-line N (1-based) reads whole
 lines instead (--line-count, default 100; not with --offset/--length): as
 many as fit --budget, in memory, and where they stop early a one-line note
-on standard error says where to continue; a first line larger than --budget
-is over_budget with its byte offset and length.
+on standard error says where to continue (--start-line N); a first line
+larger than --budget is over_budget with its byte offset and length. A
+--start-line past the last line prints nothing and exits 0, like a range
+past the end, with a note on standard error giving the body's line count.
 
 Resolved: exactly the verified bytes on standard output, streamed in bounded
 memory. A body that changes while it is copied is exit 1: every byte may
@@ -45,7 +47,7 @@ func (a *app) rehydrateCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rehydrate REF --budget N [--offset N] [--length N | --start-line N [--line-count N]]",
 		Short: "Print the verified bytes of a reference",
-		Long:  withExitCodes(rehydrateLong),
+		Long:  rehydrateLong,
 		Args:  cobra.ExactArgs(1),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.rehydrate(cmd, args[0], o) })
@@ -145,23 +147,25 @@ const (
 	detailUnauthorized     = "this owner has no record of the reference"
 )
 
-// categoricalLine is the standard-error line of an unresolved rehydration:
-// outcome, reason and advice, never a run id, time, path or owner.
+// categoricalLine is the standard-error line of an unresolved rehydration
+// or view: outcome, reason and advice in this command's flags, never a run
+// id, time, path or owner.
 func categoricalLine(r *hybridctx.Rehydration) string {
-	var detail string
-	switch r.Outcome() {
-	case hybridctx.Resolved:
+	detail, ok := viewRefusalDetail(r)
+	switch {
+	case ok:
+	case r.Outcome() == hybridctx.Resolved:
 		return ""
-	case hybridctx.InvalidReference:
+	case r.Outcome() == hybridctx.InvalidReference:
 		detail = detailInvalidReference
-	case hybridctx.Unauthorized:
+	case r.Outcome() == hybridctx.Unauthorized:
 		detail = detailUnauthorized
-	case hybridctx.Missing:
+	case r.Outcome() == hybridctx.Missing:
 		detail = "the body is gone; offloading the same content again restores it"
-	case hybridctx.OverBudget:
+	case r.Outcome() == hybridctx.OverBudget:
 		budget := r.Diagnostics().ConfiguredBytes()
 		detail = fmt.Sprintf("the range is %d bytes, the budget %d; use --offset/--length", r.Length, budget)
-	case hybridctx.Stale:
+	case r.Outcome() == hybridctx.Stale:
 		detail = "the stored body does not match its reference; nothing was released"
 	}
 	line := r.Outcome().String() + " (" + r.Reason().String() + ")"

@@ -22,7 +22,7 @@ func (a *app) statCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stat REF",
 		Short: "Show the owner's record of one reference",
-		Long:  withExitCodes(statLong),
+		Long:  statLong,
 		Args:  cobra.ExactArgs(1),
 	}
 	cmd.RunE = a.run(a.stat)

@@ -52,7 +52,7 @@ func (a *app) verifyCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "verify [--repair]",
 		Short: "Re-hash every body and report damage",
-		Long:  withExitCodes(verifyLong),
+		Long:  verifyLong,
 		Args:  cobra.NoArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, _ []string) error { return a.verify(cmd, repair) })

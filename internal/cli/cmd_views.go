@@ -10,16 +10,17 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hybridctx/hybridctx"
-	"github.com/hybridctx/hybridctx/readtools"
 )
 
 const viewsJSONHelp = `
 With --json, standard output always gets one object
   {"outcome", "reason", "diagnostics", "page"}
-plus "content_base64" (lines) or "answer" (search, query: the text above)
-when resolved; "page" is {"total", "first", "count", "next"} and, for a
-lines read refused as over_budget, "line_offset" and "line_length". A
-categorical outcome then prints nothing on standard error.
+plus, when resolved, "content_base64" (lines) or "answer" (search, query:
+what standard output would get) and "summary" (the summary line's count);
+"page" is {"total", "first", "count", "next"} ("next": the --skip or
+--start-line to continue with, null when nothing is left) and, for a lines
+read refused as over_budget, "line_offset" and "line_length". A categorical
+outcome then prints nothing on standard error.
 `
 
 const searchLong = `Find the lines of a stored result that match PATTERN, without reading it whole.
@@ -28,12 +29,13 @@ The checks of rehydrate run in the same order (exit 3, 4, 5), then the body
 is read once, hashed while it is searched; nothing is printed unless its
 digest verified (exit 7). PATTERN is a literal unless --regex makes it Go RE2
 syntax (at most 1,000 bytes; a malformed one is exit 2 before any storage
-access). The answer, like grep -n: "<line>:<text>" for a match,
-"<line>-<text>" for a context line, a line over 512 bytes cut around the
-match with its byte offset, invalid UTF-8 shown as U+FFFD; then the summary
-line "<M> matches (showing <a>-<b>)", with the --skip to continue with when
-more remain. The whole answer is at most --budget bytes; over_budget (exit 6)
-only when not even the first match fits.
+access). Standard output gets the matching lines alone, like grep -n:
+"<line>:<text>" for a match, "<line>-<text>" for a context line, a line over
+512 bytes cut around the match with its byte offset, invalid UTF-8 shown as
+U+FFFD. Standard error gets the summary, "hybridctx: <M> matches (showing
+<a>-<b>)", with "; continue with --skip N" when more remain. The lines and
+the summary together are at most --budget bytes; over_budget (exit 6) only
+when not even the first match fits.
 ` + viewsJSONHelp
 
 const queryLong = `Run a jq filter over a stored JSON result and print its results.
@@ -41,11 +43,13 @@ const queryLong = `Run a jq filter over a stored JSON result and print its resul
 The checks of rehydrate run in the same order (exit 3, 4, 5, 7), then FILTER
 (jq syntax, at most 1,000 bytes; no environment, input or I/O; a malformed
 one is exit 2 before any storage access) runs over the verified body with a
-2 s time limit and a memory bound. Its results are printed as compact JSON,
-one per line, then the summary line "<M> results (showing <a>-<b>)" with
-the --skip to continue with; at most --budget bytes. A body that is not
-JSON, a filter that fails, or one that exceeds its limits (or a body over
---query-max-bytes) is view_failed (exit 11).
+2 s time limit and a memory bound. Standard output gets its results alone,
+as compact JSON, one per line (so "| jq ." works); standard error gets the
+summary, "hybridctx: <M> results (showing <a>-<b>)", with "; continue with
+--skip N" when more remain; results and summary together are at most
+--budget bytes. A body that is not JSON, a filter that fails, or one that
+exceeds its limits (or a body over --query-max-bytes) is view_failed
+(exit 11).
 ` + viewsJSONHelp
 
 // viewJSON is the --json shape of the lines, search and query views.
@@ -56,6 +60,7 @@ type viewJSON struct {
 	Page          pageJSON               `json:"page"`
 	ContentBase64 *string                `json:"content_base64,omitempty"`
 	Answer        *string                `json:"answer,omitempty"`
+	Summary       *string                `json:"summary,omitempty"`
 }
 
 type pageJSON struct {
@@ -91,7 +96,7 @@ func (a *app) searchCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "search REF PATTERN --budget N [--regex] [--ignore-case] [--context N] [--max-matches N] [--skip N]",
 		Short: "Print the lines of a stored result that match a pattern",
-		Long:  withExitCodes(searchLong),
+		Long:  searchLong,
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error {
@@ -127,7 +132,7 @@ func (a *app) queryCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "query REF FILTER --budget N [--skip N]",
 		Short: "Print the results of a jq filter over a stored JSON result",
-		Long:  withExitCodes(queryLong),
+		Long:  queryLong,
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error {
@@ -184,10 +189,7 @@ func (a *app) view(cmd *cobra.Command, opts *hybridctx.RehydratorOptions,
 	if err != nil {
 		return rehydrateError(err)
 	}
-	var b []byte
-	if r.Segment != nil {
-		b = r.Segment.Bytes()
-	}
+	b := viewItems(r)
 	if a.json {
 		v := viewJSON{Outcome: r.Outcome(), Reason: r.Reason(), Diagnostics: r.Diagnostics(), Page: pageOf(r)}
 		if r.Segment != nil {
@@ -196,7 +198,8 @@ func (a *app) view(cmd *cobra.Command, opts *hybridctx.RehydratorOptions,
 				s = base64.StdEncoding.EncodeToString(b)
 				v.ContentBase64 = &s
 			} else {
-				v.Answer = &s
+				sum := r.Page.Summary
+				v.Answer, v.Summary = &s, &sum
 			}
 		}
 		if err := a.writeJSON(v); err != nil {
@@ -205,21 +208,15 @@ func (a *app) view(cmd *cobra.Command, opts *hybridctx.RehydratorOptions,
 		return outcomeExit(r.Outcome(), "")
 	}
 	if r.Outcome() != hybridctx.Resolved {
-		return outcomeExit(r.Outcome(), viewRefusal(r))
+		return outcomeExit(r.Outcome(), categoricalLine(r))
 	}
 	if err := a.write(b); err != nil {
 		return err
 	}
-	if note := readtools.LinesNote(r); note != "" {
+	if note := viewNote(r); note != "" {
 		a.note(note)
 	}
 	return nil
-}
-
-// viewRefusal is the standard-error line of an unresolved view: the read
-// tools' categorical text.
-func viewRefusal(r *hybridctx.Rehydration) string {
-	return strings.TrimPrefix(readtools.RefusalOf(r, r.Diagnostics().ConfiguredBytes()), "hybridctx: ")
 }
 
 // note prints one line on standard error.

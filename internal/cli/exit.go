@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -50,12 +51,46 @@ var exitTable = []struct {
 	{ExitTerminated, "terminated by SIGTERM: the same"},
 }
 
-// exitCodesHelp renders exitTable for the commands' long help.
-func exitCodesHelp() string {
+// interrupted are the codes of a command a signal can stop.
+var interrupted = []int{ExitInterrupted, ExitTerminated}
+
+// commandExits lists the exit codes each command can return: its help
+// shows those rows of exitTable, and the root help the whole table.
+var commandExits = map[string][]int{
+	"offload":   append([]int{ExitOK, ExitInternal, ExitUsage, ExitFailed, ExitRecoveryRequired}, interrupted...),
+	"rehydrate": append(readExits(), interrupted...),
+	"search":    append(readExits(), interrupted...),
+	"query":     append(readExits(ExitViewFailed), interrupted...),
+	"ls":        append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
+	"stat":      append([]int{ExitOK, ExitInternal, ExitUsage, ExitInvalidReference, ExitUnauthorized}, interrupted...),
+	"verify":    append([]int{ExitOK, ExitInternal, ExitUsage, ExitDamage}, interrupted...),
+	"gc":        append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
+	"mcp":       append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
+	"demo":      append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
+	"bench":     append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
+	"version":   {ExitOK, ExitInternal, ExitUsage},
+}
+
+// readExits are the codes of a rehydration (range, lines, search), plus
+// extra.
+func readExits(extra ...int) []int {
+	return append([]int{ExitOK, ExitInternal, ExitUsage, ExitInvalidReference, ExitUnauthorized, ExitMissing,
+		ExitOverBudget, ExitStale}, extra...)
+}
+
+// exitCodesHelp renders the rows of exitTable for codes, or the whole
+// table when codes is nil.
+func exitCodesHelp(codes []int) string {
 	var b strings.Builder
-	b.WriteString("Exit codes (the same with and without --json):\n")
+	if codes == nil {
+		b.WriteString("Exit codes of every command (the same with and without --json; each\ncommand's help lists those it can return):\n")
+	} else {
+		b.WriteString("Exit codes (the same with and without --json):\n")
+	}
 	for _, e := range exitTable {
-		fmt.Fprintf(&b, "  %2d  %s\n", e.code, strings.ReplaceAll(e.meaning, "\n", "\n      "))
+		if codes == nil || slices.Contains(codes, e.code) {
+			fmt.Fprintf(&b, "  %2d  %s\n", e.code, strings.ReplaceAll(e.meaning, "\n", "\n      "))
+		}
 	}
 	return b.String()
 }

@@ -37,6 +37,9 @@ type Env struct {
 	Stderr io.Writer
 	// Getenv looks up an environment variable ("" when unset).
 	Getenv func(key string) string
+	// Signals, when not nil, is the signal watch whose context Main runs
+	// under; offload syncs with it before taking a piped input as complete.
+	Signals *Signals
 }
 
 // Environment variables read through Env.Getenv. A flag wins over its
@@ -108,6 +111,7 @@ type app struct {
 	runID     string
 	events    string
 	json      bool
+	version   bool
 }
 
 const rootLong = `hybridctx keeps LLM agent conversations bounded without losing anything.
@@ -142,7 +146,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "hybridctx",
 		Short:         "Offload large tool results to a workspace and rehydrate them on request",
-		Long:          rootLong + "\n" + errorCodesHelp() + "\n" + exitCodesHelp(),
+		Long:          rootLong + "\n" + errorCodesHelp() + "\n" + exitCodesHelp(nil),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -165,6 +169,18 @@ func (a *app) rootCommand() *cobra.Command {
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.gcCommand())
 	root.AddCommand(a.searchCommand(), a.queryCommand())
+	root.AddCommand(a.versionCommand())
+	root.Flags().BoolVar(&a.version, "version", false, "print the version (with --json, as an object) and exit")
+	root.Args = cobra.NoArgs
+	root.RunE = a.run(func(cmd *cobra.Command, _ []string) error {
+		if a.version {
+			return a.printVersion()
+		}
+		return cmd.Help()
+	})
+	for _, c := range root.Commands() {
+		c.Long += "\n" + exitCodesHelp(commandExits[c.Name()])
+	}
 	return root
 }
 
@@ -369,6 +385,3 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// withExitCodes appends the exit-code table to a command's long help.
-func withExitCodes(long string) string { return long + "\n" + exitCodesHelp() }

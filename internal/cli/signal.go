@@ -5,7 +5,10 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/signal"
+	"sync"
 	"syscall"
+	"time"
 )
 
 // SignalError is the cancellation cause the hybridctx program gives the
@@ -40,13 +43,119 @@ func signalExit(ctx context.Context, code int) (int, string, bool) {
 	return 128 + int(se.Signal), se.Error() + "; nothing was decided", true
 }
 
+// Signals turns the process's SIGINT and SIGTERM into the cancellation of
+// the context the program runs Main under (cause *SignalError). A second
+// signal calls exit at once. Sync lets a command that read its input to
+// the end wait until every signal the process received before that has
+// cancelled the context, so a signal that came first always wins over the
+// end of input: Ctrl-C in "producer | hybridctx offload" reaches both, and
+// the producer's exit ends the input, but nothing cut short is decided.
+// See docs/cli.md, "Signals".
+type Signals struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	exit   func(code int)
+	ch     chan os.Signal
+	acks   chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	mu     sync.Mutex // one Sync at a time
+}
+
+// syncWait bounds how long Sync waits for its own signal to come back.
+const syncWait = time.Second
+
+// NotifySignals starts watching SIGINT and SIGTERM for a context derived
+// from parent (Context). exit is called with 128+the signal number when a
+// second signal arrives. Stop ends the watch.
+func NotifySignals(parent context.Context, exit func(code int)) *Signals {
+	ctx, cancel := context.WithCancelCause(parent)
+	s := &Signals{ctx: ctx, cancel: cancel, exit: exit, ch: make(chan os.Signal, 8),
+		acks: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	signal.Notify(s.ch, watchedSignals...)
+	go s.loop()
+	return s
+}
+
+// Context returns the context a signal cancels.
+func (s *Signals) Context() context.Context { return s.ctx }
+
+// Stop ends the watch: signals get their default behaviour again.
+func (s *Signals) Stop() {
+	signal.Stop(s.ch)
+	close(s.stop)
+	<-s.done
+}
+
+// loop handles the signals in the order the runtime delivers them: the
+// sync signal Sync raised is acknowledged only after every signal before
+// it in the channel took effect.
+func (s *Signals) loop() {
+	defer close(s.done)
+	first := true
+	for {
+		select {
+		case <-s.stop:
+			return
+		case v := <-s.ch:
+			sig, _ := v.(syscall.Signal)
+			switch {
+			case isSyncSignal(sig):
+				select {
+				case s.acks <- struct{}{}:
+				default:
+				}
+			case first:
+				first = false
+				s.cancel(&SignalError{Signal: sig})
+			default:
+				s.exit(128 + int(sig))
+			}
+		}
+	}
+}
+
+// Sync returns once every SIGINT or SIGTERM the process received before
+// the call has cancelled the context (at most about syncWait). It first
+// waits until no such signal is pending or half-delivered (settleSignals),
+// then raises the sync signal (SIGWINCH, ignored by default) at the
+// process and waits for its echo: the runtime passes queued signals on
+// lowest number first, so the echo comes after any SIGINT (2) or SIGTERM
+// (15) already queued. A nil Signals does nothing.
+func (s *Signals) Sync() {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-s.acks: // a stale echo (a terminal resize, say)
+	default:
+	}
+	deadline := time.Now().Add(syncWait)
+	settleSignals(deadline)
+	if s.ctx.Err() != nil || !raiseSyncSignal() {
+		return
+	}
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	select {
+	case <-s.acks:
+	case <-s.ctx.Done():
+	case <-t.C:
+	}
+}
+
 // cancelableReader reads r in a goroutine of its own, so that a read that
 // blocks on a pipe, a terminal or a FIFO yields to the cancellation of ctx
 // instead of holding the command until input arrives. After ctx ends every
 // Read fails with its error; the goroutine is left to the blocked read,
-// which the process's exit ends.
+// which the process's exit ends. When r ends (io.EOF or an error), sync
+// runs first: a signal received before the end cancels ctx, and Read then
+// returns ctx's error instead, so the input is never taken as complete.
 type cancelableReader struct {
 	ctx     context.Context
+	sync    func()
 	r       io.Reader
 	reqs    chan int
 	res     chan readResult
@@ -59,8 +168,8 @@ type readResult struct {
 	err error
 }
 
-func newCancelableReader(ctx context.Context, r io.Reader) *cancelableReader {
-	c := &cancelableReader{ctx: ctx, r: r, reqs: make(chan int), res: make(chan readResult, 1)}
+func newCancelableReader(ctx context.Context, r io.Reader, sync func()) *cancelableReader {
+	c := &cancelableReader{ctx: ctx, sync: sync, r: r, reqs: make(chan int), res: make(chan readResult, 1)}
 	go c.loop()
 	return c
 }
@@ -91,6 +200,12 @@ func (c *cancelableReader) Read(p []byte) (int, error) {
 	select {
 	case r := <-c.res:
 		c.pending = false
+		if r.err != nil && c.sync != nil {
+			c.sync()
+			if err := c.ctx.Err(); err != nil {
+				return 0, err
+			}
+		}
 		return copy(p, c.buf[:r.n]), r.err
 	case <-c.ctx.Done():
 		return 0, c.ctx.Err()

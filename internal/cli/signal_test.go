@@ -178,3 +178,92 @@ func TestSignalWhileStdinStalls(t *testing.T) {
 		})
 	}
 }
+
+// exitCode waits for the run to end and returns its exit code.
+func (r *signalRun) exitCode(t *testing.T) int {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return ee.ExitCode()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 0
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the process did not end; stderr %q", r.stderr.String())
+	}
+	return -1
+}
+
+// TestSignalBeforeEndOfInputWins is Ctrl-C in "producer | hybridctx
+// offload": the signal reaches the process, then the producer's exit ends
+// the input. The signal must win every time: exit 128+n, nothing printed,
+// decided, stored or reported, below and above the threshold.
+func TestSignalBeforeEndOfInputWins(t *testing.T) {
+	iterations := 40
+	if testing.Short() {
+		iterations = 8
+	}
+	for i := 0; i < iterations; i++ {
+		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
+		written := []int{5, 3000}[i/2%2] // inline, or stored from memory
+		dir := t.TempDir()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := filepath.Join(dir, "events.jsonl")
+		r := startBinary(t, dir, pr, "offload", "--threshold", "1000", "--events", events)
+		_ = pr.Close()
+		if _, err := pw.Write(randomBytes(written, uint64(i))); err != nil {
+			t.Fatal(err)
+		}
+		r.waitFor(t, "blocking on stdin", func() bool { return blockedReading(r.cmd.Process.Pid) })
+		if err := r.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		_ = pw.Close()
+		if code := r.exitCode(t); code != 128+int(sig) {
+			t.Fatalf("run %d (%v, %d bytes): exit %d, stdout %d bytes, stderr %q: the cut-off input was decided",
+				i, sig, written, code, r.stdout.Len(), r.stderr.String())
+		}
+		wantNothingLeft(t, r, dir, events)
+	}
+}
+
+// TestSignalAfterTheDecisionKeepsIt is the reverse order: the input ends,
+// the decision is made (its event is written), then the signal comes. The
+// decision stands: exit 0, the whole output, one event.
+func TestSignalAfterTheDecisionKeepsIt(t *testing.T) {
+	for i := 0; i < 10; i++ {
+		dir := t.TempDir()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := filepath.Join(dir, "events.jsonl")
+		r := startBinary(t, dir, pr, "offload", "--threshold", "1000", "--events", events)
+		_ = pr.Close()
+		in := randomBytes(500, uint64(i))
+		if _, err := pw.Write(in); err != nil {
+			t.Fatal(err)
+		}
+		_ = pw.Close()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if b, _ := os.ReadFile(events); bytes.HasSuffix(b, []byte("\n")) {
+				break
+			}
+		}
+		_ = r.cmd.Process.Signal(syscall.SIGINT) // it may have exited already
+		if code := r.exitCode(t); code != 0 || !bytes.Equal(r.stdout.Bytes(), in) {
+			t.Fatalf("run %d: exit %d, stdout %d bytes, stderr %q", i, code, r.stdout.Len(), r.stderr.String())
+		}
+		if evs := readEvents(t, events); len(evs) != 1 {
+			t.Fatalf("run %d: %d events", i, len(evs))
+		}
+	}
+}

@@ -36,7 +36,7 @@ func TestRehydrateLines(t *testing.T) {
 	// A page cut by the budget: whole lines on stdout, the note on stderr.
 	r = run(t, host(ws, "rehydrate", ref, "--budget", "50", "--start-line", "1")...)
 	wantCode(t, r, ExitOK)
-	if r.stdout != lines[0]+lines[1] || !strings.Contains(r.stderr, "continue with start_line 3") || strings.Count(r.stderr, "\n") != 1 {
+	if r.stdout != lines[0]+lines[1] || r.stderr != "hybridctx: lines 1-2 of 1000 shown (the budget is full); continue with --start-line 3\n" {
 		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 	js := run(t, host(ws, "--json", "rehydrate", ref, "--budget", "50", "--start-line", "1")...)
@@ -50,8 +50,27 @@ func TestRehydrateLines(t *testing.T) {
 	// The first line alone over the budget: over_budget with its offset.
 	r = run(t, host(ws, "rehydrate", ref, "--budget", "10", "--start-line", "2")...)
 	wantCode(t, r, ExitOverBudget)
-	if r.stdout != "" || !strings.Contains(r.stderr, "line 2 alone is 17 bytes") || !strings.Contains(r.stderr, "offset 17 ") {
+	if r.stdout != "" || !strings.Contains(r.stderr, "line 2 alone is 17 bytes") || !strings.Contains(r.stderr, "--offset 17 ") ||
+		!strings.Contains(r.stderr, "--length at most 10") || strings.Contains(r.stderr, "read_artifact") {
 		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
+	}
+	// Past the end: nothing on standard output, exit 0 (like a byte range
+	// past the end), and standard error says so.
+	for start, want := range map[string]string{"1001": "1000 lines", "5000": "1000 lines"} {
+		r = run(t, host(ws, "rehydrate", ref, "--budget", "50", "--start-line", start)...)
+		wantCode(t, r, ExitOK)
+		if r.stdout != "" || r.stderr != "hybridctx: --start-line "+start+" is past the end: the body has "+want+"\n" {
+			t.Fatalf("past the end: stdout %q stderr %q", r.stdout, r.stderr)
+		}
+	}
+	one := offloadRef(t, ws, []byte(strings.Repeat("x", 40))).String() // one line, no LF
+	r = run(t, host(ws, "rehydrate", one, "--budget", "50", "--start-line", "2")...)
+	if r.code != ExitOK || r.stdout != "" || r.stderr != "hybridctx: --start-line 2 is past the end: the body has 1 line\n" {
+		t.Fatalf("one line: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = run(t, host(ws, "rehydrate", one, "--budget", "50", "--start-line", "1")...)
+	if r.code != ExitOK || r.stdout != strings.Repeat("x", 40) || r.stderr != "" {
+		t.Fatalf("the last line: %d %q %q", r.code, r.stdout, r.stderr)
 	}
 	for _, bad := range [][]string{
 		{"--start-line", "0"}, {"--start-line", "1", "--offset", "3"}, {"--line-count", "3"}, {"--start-line", "1", "--line-count", "0"},
@@ -65,32 +84,40 @@ func TestSearchCommand(t *testing.T) {
 	ref := offloadRef(t, ws, cliLog(1000)).String()
 	r := run(t, host(ws, "search", ref, "token-7f3a", "--budget", "4096", "--context", "1")...)
 	wantCode(t, r, ExitOK)
-	want := "699-00699 request ok\n700:panic: token-7f3a in worker\n701-00701 request ok\n1 matches (showing 1-1)\n"
-	if r.stdout != want || r.stderr != "" {
+	want := "699-00699 request ok\n700:panic: token-7f3a in worker\n701-00701 request ok\n"
+	if r.stdout != want || r.stderr != "hybridctx: 1 matches (showing 1-1)\n" {
 		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 	r = run(t, host(ws, "search", ref, "REQUEST OK", "--ignore-case", "--budget", "4096", "--max-matches", "2", "--skip", "997")...)
-	if r.stdout != "999:00999 request ok\n1000:01000 request ok\n999 matches (showing 998-999)\n" {
-		t.Fatalf("paged %q", r.stdout)
+	if r.stdout != "999:00999 request ok\n1000:01000 request ok\n" || r.stderr != "hybridctx: 999 matches (showing 998-999)\n" {
+		t.Fatalf("paged %q %q", r.stdout, r.stderr)
+	}
+	// Stopped by --max-matches: the search's own note, naming --skip.
+	r = run(t, host(ws, "search", ref, "request ok", "--budget", "4096", "--max-matches", "3")...)
+	if r.stdout != "1:00001 request ok\n2:00002 request ok\n3:00003 request ok\n" ||
+		r.stderr != "hybridctx: 999 matches (showing 1-3); continue with --skip 3\n" {
+		t.Fatalf("max-matches %q %q", r.stdout, r.stderr)
 	}
 	r = run(t, host(ws, "search", ref, `^\d+ request ok$`, "--regex", "--budget", "4096", "--skip", "998")...)
-	if r.stdout != "1000:01000 request ok\n999 matches (showing 999-999)\n" {
+	if r.stdout != "1000:01000 request ok\n" {
 		t.Fatalf("regex %q", r.stdout)
 	}
 	r = run(t, host(ws, "search", ref, "absent", "--budget", "4096")...)
 	wantCode(t, r, ExitOK)
-	if r.stdout != "0 matches (showing none)\n" {
-		t.Fatalf("zero %q", r.stdout)
+	if r.stdout != "" || r.stderr != "hybridctx: 0 matches (showing none)\n" {
+		t.Fatalf("zero %q %q", r.stdout, r.stderr)
 	}
 	js := run(t, host(ws, "--json", "search", ref, "token-7f3a", "--budget", "4096")...)
 	m := decodeObject(t, js.stdout)
-	wantKeys(t, m, "outcome", "reason", "diagnostics", "page", "answer")
-	if str(t, m["answer"]) != "700:panic: token-7f3a in worker\n1 matches (showing 1-1)\n" || !strings.Contains(string(m["diagnostics"]), `"view":"search"`) {
+	wantKeys(t, m, "outcome", "reason", "diagnostics", "page", "answer", "summary")
+	if str(t, m["answer"]) != "700:panic: token-7f3a in worker\n" || str(t, m["summary"]) != "1 matches (showing 1-1)" ||
+		!strings.Contains(string(m["diagnostics"]), `"view":"search"`) || js.stderr != "" {
 		t.Fatalf("json %s", js.stdout)
 	}
 	r = run(t, host(ws, "search", ref, "token", "--budget", "10")...)
 	wantCode(t, r, ExitOverBudget)
-	if r.stdout != "" || !strings.HasPrefix(r.stderr, "hybridctx: over_budget (budget_exceeded): the first match") {
+	if r.stdout != "" || !strings.HasPrefix(r.stderr, "hybridctx: over_budget (budget_exceeded): the first match") ||
+		!strings.Contains(r.stderr, "--context") || strings.Contains(r.stderr, "context_lines") {
 		t.Fatalf("over budget %q %q", r.stdout, r.stderr)
 	}
 }
@@ -130,12 +157,34 @@ func TestQueryCommand(t *testing.T) {
 	ref := offloadRef(t, ws, []byte(doc)).String()
 	r := run(t, host(ws, "query", ref, `.jobs[] | select(.ok | not) | .error`, "--budget", "4096")...)
 	wantCode(t, r, ExitOK)
-	if r.stdout != "\"quota\"\n1 results (showing 1-1)\n" {
-		t.Fatalf("stdout %q", r.stdout)
+	if r.stdout != "\"quota\"\n" || r.stderr != "hybridctx: 1 results (showing 1-1)\n" {
+		t.Fatalf("stdout %q stderr %q", r.stdout, r.stderr)
 	}
 	r = run(t, host(ws, "query", ref, `.jobs[].name`, "--budget", "60", "--skip", "10")...)
-	if !strings.HasPrefix(r.stdout, "\"build\"\n") || !strings.Contains(r.stdout, "51 results (showing 11-") || !strings.Contains(r.stdout, "continue with skip") {
-		t.Fatalf("paged %q", r.stdout)
+	k := strings.Count(r.stdout, "\n") // the results the budget held
+	if k == 0 || r.stdout != strings.Repeat("\"build\"\n", k) ||
+		r.stderr != fmt.Sprintf("hybridctx: 51 results (showing 11-%d); continue with --skip %d\n", 10+k, 10+k) {
+		t.Fatalf("paged %q %q", r.stdout, r.stderr)
+	}
+	// Standard output is JSON values alone, one per line: "| jq ." reads it.
+	paged := r.stdout
+	r = run(t, host(ws, "query", ref, `.jobs[]`, "--budget", "600")...)
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	n := 0
+	for ; dec.More(); n++ {
+		var v struct{ Name string }
+		if err := dec.Decode(&v); err != nil || v.Name == "" {
+			t.Fatalf("value %d of %q: %v", n, r.stdout, err)
+		}
+	}
+	if n == 0 || strings.Count(r.stdout, "\n") != n || !strings.HasPrefix(r.stderr, "hybridctx: 51 results (showing 1-") {
+		t.Fatalf("%d values in %q, stderr %q", n, r.stdout, r.stderr)
+	}
+	js := run(t, host(ws, "--json", "query", ref, `.jobs[].name`, "--budget", "60", "--skip", "10")...)
+	jm := decodeObject(t, js.stdout)
+	if str(t, jm["answer"]) != paged || str(t, jm["summary"]) != fmt.Sprintf("51 results (showing 11-%d)", 10+k) ||
+		!strings.Contains(string(jm["page"]), fmt.Sprintf(`"next":%d`, 10+k)) {
+		t.Fatalf("json %s", js.stdout)
 	}
 	for filter, reason := range map[string]string{".jobs.x": "filter_error", `"x" * 10000000`: "limit_exceeded"} {
 		r = run(t, host(ws, "query", ref, filter, "--budget", "4096")...)
@@ -146,7 +195,11 @@ func TestQueryCommand(t *testing.T) {
 	}
 	wantCode(t, run(t, host(ws, "query", ref, ".", "--budget", "4096", "--query-max-bytes", "100")...), ExitViewFailed)
 	text := offloadRef(t, ws, cliLog(100)).String()
-	js := run(t, host(ws, "--json", "query", text, ".", "--budget", "4096")...)
+	r = run(t, host(ws, "query", text, ".", "--budget", "4096")...)
+	if !strings.Contains(r.stderr, "use hybridctx search") || strings.Contains(r.stderr, "_artifact") {
+		t.Fatalf("not json: %q", r.stderr)
+	}
+	js = run(t, host(ws, "--json", "query", text, ".", "--budget", "4096")...)
 	wantCode(t, js, ExitViewFailed)
 	var v struct {
 		Outcome, Reason string
