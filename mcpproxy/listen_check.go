@@ -180,6 +180,7 @@ type plainErrors struct {
 	http.ResponseWriter
 	status  int // a plain-text error status whose body is pending
 	written bool
+	swallow bool // the error was answered: the rest of its text is dropped
 }
 
 // fixedErrors are the transport's error texts that quote nothing.
@@ -206,6 +207,9 @@ func (w *plainErrors) WriteHeader(status int) {
 }
 
 func (w *plainErrors) Write(p []byte) (int, error) {
+	if w.swallow {
+		return len(p), nil
+	}
 	if w.status == 0 {
 		w.written = true
 		return w.ResponseWriter.Write(p)
@@ -221,7 +225,7 @@ func (w *plainErrors) Write(p []byte) (int, error) {
 // flushError writes the pending error with text.
 func (w *plainErrors) flushError(text string) {
 	status := w.status
-	w.status, w.written = 0, true
+	w.status, w.written, w.swallow = 0, true, true
 	w.Header().Del("Content-Length")
 	w.ResponseWriter.WriteHeader(status)
 	_, _ = io.WriteString(w.ResponseWriter, text+"\n")
