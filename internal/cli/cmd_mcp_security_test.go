@@ -165,3 +165,26 @@ func TestMCPURLFailureLines(t *testing.T) {
 		t.Fatalf("the other origin received %q", got)
 	}
 }
+
+// TestMCPListenAllowOrigin: --allow-origin admits browser requests from
+// that origin; a loopback origin on another port stays refused.
+func TestMCPListenAllowOrigin(t *testing.T) {
+	bin := mcpServerBin(t)
+	l := startListen(t, map[string]string{EnvUser: "ada"}, "--workspace", newWorkspace(t),
+		"--allow-origin", "http://localhost:5173", "--", bin)
+	const init = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	for origin, want := range map[string]int{"http://localhost:5173": 200, "http://localhost:5174": 403, "http://127.0.0.1:5173": 403} {
+		req, _ := http.NewRequest(http.MethodPost, l.url, strings.NewReader(init))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Origin", origin)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Origin %s: %d, want %d", origin, resp.StatusCode, want)
+		}
+	}
+}
