@@ -83,8 +83,10 @@ type SessionFunc func(ctx context.Context, id string) (*Proxy, mcp.Transport, er
 // server transport), one proxy session per MCP session (Mcp-Session-Id): a
 // POST of initialize without a session id opens one, DELETE ends it and its
 // upstream, and so do an idle timeout and the upstream's end. Requests
-// arriving on a loopback address must name a loopback Host (and Origin, when
-// they carry one), against DNS rebinding. Mount it at /mcp.
+// arriving on a loopback address must name a loopback Host, against DNS
+// rebinding; every Origin header must name the listener or an allowed
+// origin; a POST must be one JSON-RPC message sent as application/json
+// (see listen_check.go and docs/security.md). Mount it at /mcp.
 type HTTPHandler struct {
 	newSession  SessionFunc
 	max         int
