@@ -174,7 +174,7 @@ func requestID(req *http.Request) json.RawMessage {
 	defer body.Close()
 	var sc idScanner
 	var buf [4 << 10]byte
-	for !sc.done {
+	for !sc.done && sc.id == nil {
 		n, err := body.Read(buf[:])
 		sc.feed(buf[:n])
 		if err != nil {

@@ -325,3 +325,22 @@ func TestHTTPUpstreamMalformedHTTP(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestID(t *testing.T) {
+	big := strings.Repeat("x", 1<<20)
+	for body, want := range map[string]string{
+		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"v":"` + big + `"}}`: `"a-1"`,
+		`{"jsonrpc":"2.0","method":"tools/call","params":{"id":7},"id":12}`:               `12`,
+		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                          ``,
+		`[{"id":1}]`: ``,
+	} {
+		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/mcp", strings.NewReader(body))
+		if got := string(requestID(req)); got != want {
+			t.Errorf("%.60s: %q, want %q", body, got, want)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/mcp", io.NopCloser(strings.NewReader(`{"id":1}`)))
+	if got := requestID(req); got != nil {
+		t.Errorf("a body that cannot be read again: %q", got)
+	}
+}
