@@ -44,12 +44,19 @@ type Command struct {
 	// TerminateDuration is the wait before each signal; zero means
 	// DefaultTerminateDuration.
 	TerminateDuration time.Duration
+	// DropEnv names environment variables the program must not get (the
+	// listener's bearer token): they are removed from Cmd.Env, or from the
+	// environment the program would inherit when Cmd.Env is nil.
+	DropEnv []string
 }
 
 // Connect starts the program.
 func (c *Command) Connect(ctx context.Context) (mcp.Connection, error) {
 	if c.Cmd == nil {
 		return nil, errors.New("mcpproxy: Command has no Cmd")
+	}
+	if len(c.DropEnv) > 0 {
+		c.Cmd.Env = envWithout(c.Cmd.Environ(), c.DropEnv)
 	}
 	stdout, err := c.Cmd.StdoutPipe()
 	if err != nil {

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +61,16 @@ type HTTPOptions struct {
 	// MaxRequestBytes bounds one request body; a larger one gets 413. Zero
 	// means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// AllowOrigins lists origins (scheme://host[:port]) whose browser
+	// requests are accepted besides the listener's own origin. Every
+	// Origin header of a request must be one of these, or name the
+	// listener (its port, and a loopback host on a loopback listener);
+	// others get 403.
+	AllowOrigins []string
+	// BodyTimeout bounds the time a request body takes to arrive, on top
+	// of what its size allows at MinBodyRate; a slower one gets 408 and
+	// its connection is closed. Zero means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 }
 
 // A SessionFunc prepares one new MCP session: the Proxy that bounds it (built
@@ -74,14 +83,18 @@ type SessionFunc func(ctx context.Context, id string) (*Proxy, mcp.Transport, er
 // server transport), one proxy session per MCP session (Mcp-Session-Id): a
 // POST of initialize without a session id opens one, DELETE ends it and its
 // upstream, and so do an idle timeout and the upstream's end. Requests
-// arriving on a loopback address must name a loopback Host (and Origin, when
-// they carry one), against DNS rebinding. Mount it at /mcp.
+// arriving on a loopback address must name a loopback Host, against DNS
+// rebinding; every Origin header must name the listener or an allowed
+// origin; a POST must be one JSON-RPC message sent as application/json
+// (see listen_check.go and docs/security.md). Mount it at /mcp.
 type HTTPHandler struct {
-	newSession SessionFunc
-	max        int
-	idle       time.Duration
-	token      string
-	maxBody    int64
+	newSession  SessionFunc
+	max         int
+	idle        time.Duration
+	token       string
+	maxBody     int64
+	origins     map[string]bool // canonical allowed origins
+	bodyTimeout time.Duration
 
 	ctx    context.Context // ends every session when cancelled
 	cancel context.CancelFunc
@@ -110,6 +123,17 @@ func NewHTTPHandler(newSession SessionFunc, opts *HTTPOptions) (*HTTPHandler, er
 		return nil, fmt.Errorf("%w: MaxSessions must be >= 0", ErrInvalidOptions)
 	case o.MaxRequestBytes < 0:
 		return nil, fmt.Errorf("%w: MaxRequestBytes must be >= 0", ErrInvalidOptions)
+	case o.BodyTimeout < 0:
+		return nil, fmt.Errorf("%w: BodyTimeout must be >= 0", ErrInvalidOptions)
+	case o.Token != "" && len(o.Token) < MinTokenBytes:
+		return nil, fmt.Errorf("%w: the bearer token must be at least %d bytes", ErrInvalidOptions, MinTokenBytes)
+	}
+	origins, err := normalizeOrigins(o.AllowOrigins)
+	if err != nil {
+		return nil, err
+	}
+	if o.BodyTimeout == 0 {
+		o.BodyTimeout = DefaultBodyTimeout
 	}
 	if o.MaxSessions == 0 {
 		o.MaxSessions = DefaultMaxSessions
@@ -124,7 +148,8 @@ func NewHTTPHandler(newSession SessionFunc, opts *HTTPOptions) (*HTTPHandler, er
 	events := mcp.NewMemoryEventStore(nil)
 	events.SetMaxBytes(EventStoreBytes)
 	return &HTTPHandler{newSession: newSession, max: o.MaxSessions, idle: o.IdleTimeout, token: o.Token,
-		maxBody: o.MaxRequestBytes, ctx: ctx, cancel: cancel, events: events, sessions: map[string]*httpSession{}}, nil
+		maxBody: o.MaxRequestBytes, origins: origins, bodyTimeout: o.BodyTimeout, ctx: ctx, cancel: cancel, events: events,
+		sessions: map[string]*httpSession{}}, nil
 }
 
 // Sessions returns how many sessions are open.
@@ -146,24 +171,38 @@ func (h *HTTPHandler) Close() error {
 }
 
 // ServeHTTP implements http.Handler.
-func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *HTTPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	if status, msg := h.admit(r); status != 0 {
 		if status == http.StatusUnauthorized {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+			rw.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
 		}
-		http.Error(w, msg, status)
+		http.Error(rw, msg, status)
 		return
 	}
-	if r.Body != nil {
-		r.Body = http.MaxBytesReader(w, r.Body, h.maxBody)
-	}
 	id := r.Header.Get("Mcp-Session-Id")
-	if id == "" {
-		if r.Method != http.MethodPost {
-			http.Error(w, "Bad Request: "+r.Method+" requires an Mcp-Session-Id header", http.StatusBadRequest)
+	var msg jsonrpc.Message
+	if r.Method == http.MethodPost {
+		// A browser's simple request (text/plain) never reaches a session.
+		if !jsonPOST(r) {
+			http.Error(rw, msgMediaType, http.StatusUnsupportedMediaType)
 			return
 		}
-		h.open(w, r)
+		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody)
+		var body []byte
+		if msg, body = h.readBody(rw, r); msg == nil {
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	// The session transport's own error texts may quote the request.
+	w := &plainErrors{ResponseWriter: rw}
+	defer w.finish()
+	if id == "" {
+		if r.Method != http.MethodPost {
+			http.Error(w, "Bad Request: this method requires an Mcp-Session-Id header", http.StatusBadRequest)
+			return
+		}
+		h.open(w, r, msg)
 		return
 	}
 	s := h.lookup(id)
@@ -188,20 +227,20 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// admit checks the bearer token and, on a loopback address, Host and
-// Origin. It returns 0 or the status and a categorical message (never a
-// header's value).
+// admit checks the bearer token, every Origin header and, on a loopback
+// address, Host. It returns 0 or the status and a categorical message
+// (never a header's value).
 func (h *HTTPHandler) admit(r *http.Request) (int, string) {
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && isLoopback(local.String()) {
-		if !isLoopback(r.Host) {
-			return http.StatusForbidden, "Forbidden: the Host header must name a loopback address"
-		}
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || !isLoopback(u.Host) {
-				return http.StatusForbidden, "Forbidden: the Origin header must name a loopback address"
-			}
-		}
+	loopback, port := false, ""
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
+		loopback = isLoopback(local.String())
+		_, port, _ = net.SplitHostPort(local.String())
+	}
+	if loopback && !isLoopback(r.Host) {
+		return http.StatusForbidden, "Forbidden: the Host header must name a loopback address"
+	}
+	if !h.checkOrigins(r, loopback, port) {
+		return http.StatusForbidden, msgBadOrigin
 	}
 	if h.token != "" {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -239,24 +278,9 @@ func (h *HTTPHandler) lookup(id string) *httpSession {
 	return h.sessions[id]
 }
 
-// open starts a session for a POST without a session id: the body must be
-// an initialize request.
-func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			http.Error(w, fmt.Sprintf("Request Entity Too Large: the body exceeds %d bytes", mbe.Limit), http.StatusRequestEntityTooLarge)
-			return
-		}
-		http.Error(w, "Bad Request: cannot read the body", http.StatusBadRequest)
-		return
-	}
-	msg, err := jsonrpc.DecodeMessage(body)
-	if err != nil {
-		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeParseError, "hybridctx: the body is not one JSON-RPC message")
-		return
-	}
+// open starts a session for a POST without a session id: msg, its body,
+// must be an initialize request.
+func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request, msg jsonrpc.Message) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || !req.IsCall() || req.Method != methodInitialize {
 		id := jsonrpc.ID{}
@@ -275,7 +299,6 @@ func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request) {
 		writeRPCError(w, status, req.ID, int64(code), err.Error())
 		return
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	s.startRequest()
 	defer s.endRequest()
 	s.transport.ServeHTTP(w, r)

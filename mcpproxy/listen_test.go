@@ -368,7 +368,7 @@ func TestListenBadInput(t *testing.T) {
 		contains            string
 	}{
 		{"not JSON", "", "{{{", nil, 400, `"code":-32700`},
-		{"batch opening a session", "", "[" + initialize + "]", nil, 400, `"code":-32700`},
+		{"batch opening a session", "", "[" + initialize + "]", nil, 400, `"code":-32600`},
 		{"not initialize", "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, nil, 400, "starts with initialize"},
 		{"oversized", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("a", 2048) + `"}}`, nil, 413, "exceeds 1024 bytes"},
 		{"unknown session", "NOSUCHSESSION", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil, 404, "no such MCP session"},
@@ -383,8 +383,8 @@ func TestListenBadInput(t *testing.T) {
 			}
 		})
 	}
-	// A loopback Origin is fine; the good session still works.
-	if resp, _ := post(t, r.srv.URL, "", initialize, "Origin", "http://localhost:3000"); resp.StatusCode != http.StatusOK {
+	// The listener's own origin is fine; the good session still works.
+	if resp, _ := post(t, r.srv.URL, "", initialize, "Origin", strings.Replace(r.srv.URL, "127.0.0.1", "localhost", 1)); resp.StatusCode != http.StatusOK {
 		t.Fatalf("loopback origin refused: %d", resp.StatusCode)
 	}
 	good.call(t, "small", nil)
@@ -399,18 +399,18 @@ func TestListenBadInput(t *testing.T) {
 }
 
 func TestListenToken(t *testing.T) {
-	r := newListenRig(t, false, &HTTPOptions{Token: "s3cret-token"})
-	for _, auth := range []string{"", "Bearer wrong", "s3cret-token", "Bearer s3cret-token2"} {
+	r := newListenRig(t, false, &HTTPOptions{Token: "s3cret-token-0123"})
+	for _, auth := range []string{"", "Bearer wrong", "s3cret-token-0123", "Bearer s3cret-token-01234"} {
 		resp, body := post(t, r.srv.URL, "", initialize, "Authorization", auth)
 		if resp.StatusCode != http.StatusUnauthorized || strings.Contains(body, "s3cret") || resp.Header.Get("WWW-Authenticate") == "" {
 			t.Fatalf("auth %q: %d %q", auth, resp.StatusCode, body)
 		}
 	}
-	if resp, _ := post(t, r.srv.URL, "", initialize, "Authorization", "Bearer s3cret-token"); resp.StatusCode != http.StatusOK {
+	if resp, _ := post(t, r.srv.URL, "", initialize, "Authorization", "Bearer s3cret-token-0123"); resp.StatusCode != http.StatusOK {
 		t.Fatalf("the right token was refused: %d", resp.StatusCode)
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
-	hc := &http.Client{Transport: &upstreamRoundTripper{next: http.DefaultTransport, header: http.Header{"Authorization": {"Bearer s3cret-token"}}}}
+	hc := &http.Client{Transport: &upstreamRoundTripper{next: http.DefaultTransport, header: http.Header{"Authorization": {"Bearer s3cret-token-0123"}}}}
 	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.srv.URL, HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -57,12 +57,14 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 		limit = DefaultMaxMessageBytes
 	}
 	big := newLargeState(limit)
-	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header, big: big}
+	big.endpointOK = func(data []byte) bool { return sameOriginRef(u, string(data)) }
+	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header, big: big, origin: u}
 	if rt.next == nil {
 		rt.next = http.DefaultTransport
 	}
 	client := *base
 	client.Transport = rt
+	client.CheckRedirect = checkRedirect(u, base.CheckRedirect)
 	// The round tripper bounds every message (upstream_http_large.go); the
 	// SDK's own bound would end the connection.
 	st := &mcp.StreamableClientTransport{Endpoint: t.URL, HTTPClient: &client, MaxEventSize: -1}
@@ -84,6 +86,7 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 type upstreamRoundTripper struct {
 	next     http.RoundTripper
 	header   http.Header
+	origin   *url.URL // the upstream URL: headers go to its origin only
 	big      *largeState
 	version  atomic.Value // string: the negotiated protocol version
 	lastPOST atomic.Int64 // status of the latest POST
@@ -91,24 +94,30 @@ type upstreamRoundTripper struct {
 
 func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
-	for k, vs := range rt.header {
-		r.Header.Del(k)
-		for _, v := range vs {
-			r.Header.Add(k, v)
+	if rt.origin == nil || sameOrigin(r.URL, rt.origin) {
+		for k, vs := range rt.header {
+			r.Header.Del(k)
+			for _, v := range vs {
+				r.Header.Add(k, v)
+			}
 		}
 	}
 	if v, _ := rt.version.Load().(string); v != "" && r.Header.Get("Mcp-Protocol-Version") == "" {
 		r.Header.Set("Mcp-Protocol-Version", v)
 	}
+	var callID json.RawMessage
+	if req.Method == http.MethodPost {
+		callID = requestID(req)
+	}
 	resp, err := rt.next.RoundTrip(r)
 	if err != nil {
-		return nil, err
+		return nil, categorize(err)
 	}
 	if req.Method == http.MethodPost {
 		rt.lastPOST.Store(int64(resp.StatusCode))
 	}
 	if rt.big != nil {
-		rt.big.wrap(resp)
+		rt.big.wrap(resp, callID)
 	}
 	return resp, nil
 }
@@ -297,6 +306,9 @@ func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error
 	sse := &mcp.SSEClientTransport{Endpoint: c.t.URL, HTTPClient: c.client, MaxEventSize: -1}
 	conn, serr := sse.Connect(ctx)
 	if serr != nil {
+		if c.big.endpointRefused.Load() {
+			return ErrUpstreamEndpoint
+		}
 		return fmt.Errorf("mcpproxy: the upstream speaks neither Streamable HTTP nor HTTP+SSE: %w", err)
 	}
 	_ = c.conn.Close()
@@ -310,6 +322,11 @@ func (c *httpUpstreamConn) write(ctx context.Context, msg jsonrpc.Message) error
 func (c *httpUpstreamConn) redact(err error) error {
 	if err == nil {
 		return nil
+	}
+	for _, cat := range []error{ErrUpstreamRedirect, ErrUpstreamEndpoint, ErrUpstreamMalformed} {
+		if errors.Is(err, cat) {
+			return &categorized{cat, err} // the SDK's text may quote the other origin
+		}
 	}
 	msg := err.Error()
 	red := strings.ReplaceAll(msg, c.t.URL, "<upstream URL>")

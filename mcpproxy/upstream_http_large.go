@@ -42,6 +42,11 @@ type largeState struct {
 	limit int                      // the message limit; < 0: none
 	mark  json.RawMessage          // the placeholders' result
 
+	// endpointOK checks the URL of an HTTP+SSE endpoint event (nil: any);
+	// endpointRefused is set once one was refused.
+	endpointOK      func(data []byte) bool
+	endpointRefused atomic.Bool
+
 	mu     sync.Mutex
 	placed map[string][]*badMessage // by id key, oldest first: placeholders not yet read (nil: streamed)
 	noID   json.RawMessage          // the id of a placeholder for a message without a usable one
@@ -57,8 +62,14 @@ func newLargeState(limit int) *largeState {
 
 // wrap makes resp's body read through st: message bodies and event streams
 // as above, any other successful body unchanged, an error body cut at the
-// limit (the SDK reads it whole for its error message).
-func (st *largeState) wrap(resp *http.Response) {
+// limit (the SDK reads it whole for its error message). callID is the id of
+// the request resp answers, if known: a message that is not JSON-RPC
+// becomes its error (see checked).
+func (st *largeState) wrap(resp *http.Response, callID json.RawMessage) {
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if (resp.Body == nil || resp.Body == http.NoBody) && mt == "application/json" && resp.StatusCode/100 == 2 {
+		resp.Body = io.NopCloser(bytes.NewReader(nil)) // an empty message: refused as one (checked)
+	}
 	if resp.Body == nil || resp.Body == http.NoBody {
 		return
 	}
@@ -68,12 +79,11 @@ func (st *largeState) wrap(resp *http.Response) {
 		}
 		return
 	}
-	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
 	switch mt {
 	case "application/json":
-		resp.Body = &msgBody{st: st, src: resp.Body}
+		resp.Body = &msgBody{st: st, src: resp.Body, check: true, callID: callID}
 	case "text/event-stream":
-		resp.Body = &sseBody{st: st, br: bufio.NewReaderSize(resp.Body, lineBuffer), src: resp.Body}
+		resp.Body = &sseBody{st: st, br: bufio.NewReaderSize(resp.Body, lineBuffer), src: resp.Body, check: true, callID: callID}
 	default:
 		return
 	}
@@ -87,8 +97,9 @@ type readCloser struct {
 }
 
 // message reads one message from src and returns what the SDK is to read in
-// its place: the message itself, or a placeholder.
-func (st *largeState) message(src io.Reader) ([]byte, error) {
+// its place: the message itself, or a placeholder; raw reports the message
+// as the server wrote it, unread by the proxy.
+func (st *largeState) message(src io.Reader) (msg []byte, raw bool, err error) {
 	h := st.hook.Load()
 	upTo := -1 // the prefix length at which to decide
 	if h != nil {
@@ -98,17 +109,19 @@ func (st *largeState) message(src io.Reader) ([]byte, error) {
 		upTo = st.limit + 1
 	}
 	if upTo < 0 {
-		return io.ReadAll(src)
+		msg, err = io.ReadAll(src)
+		return msg, err == nil, err
 	}
 	prefix, err := readUpTo(src, upTo)
 	if err != nil || len(prefix) < upTo {
-		return prefix, err // the whole message, under every length
+		return prefix, err == nil, err // the whole message, under every length
 	}
 	r := &msgRest{src: src, budget: -1}
 	r.feed(prefix)
 	if st.limit >= 0 {
 		if r.budget = st.limit - len(prefix); r.budget < 0 {
-			return st.over(r)
+			msg, err = st.over(r)
+			return msg, false, err
 		}
 	}
 	// Here the prefix reached the hook's length: one that reached limit+1
@@ -119,19 +132,61 @@ func (st *largeState) message(src io.Reader) ([]byte, error) {
 	m, err := h.hook(prefix, r)
 	r.drain()
 	if r.err != nil {
-		return nil, r.err
+		return nil, false, r.err
 	}
 	var bad *badMessage
 	switch {
 	case errors.As(err, &bad):
-		return st.placeholder(r.sc.id, bad), nil
+		return st.placeholder(r.sc.id, bad), false, nil
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	case m == nil:
-		return st.placeholder(r.sc.id, nil), nil
+		return st.placeholder(r.sc.id, nil), false, nil
 	}
-	return m.encode(), nil
+	return m.encode(), false, nil
 }
+
+// checked returns msg, a message the server wrote, or, when it is not one
+// JSON-RPC message, a placeholder refusing it: its request (callID, else
+// the id found in it) gets a JSON-RPC error and the session goes on, where
+// the SDK would end the whole connection.
+func (st *largeState) checked(msg []byte, callID json.RawMessage) []byte {
+	if _, err := jsonrpc.DecodeMessage(msg); err == nil {
+		return msg
+	}
+	id := callID
+	if id == nil {
+		id = scanID(msg)
+	}
+	return st.placeholder(id, &badMessage{code: jsonrpc.CodeParseError, why: whyNotMessage, id: id})
+}
+
+// requestID returns the id of the JSON-RPC request in req's body (nil for a
+// notification, a response or a body it cannot read again).
+func requestID(req *http.Request) json.RawMessage {
+	if req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer body.Close()
+	var sc idScanner
+	var buf [4 << 10]byte
+	for !sc.done && sc.id == nil {
+		n, err := body.Read(buf[:])
+		sc.feed(buf[:n])
+		if err != nil {
+			break
+		}
+	}
+	return sc.id
+}
+
+// whyNotMessage is why a message of an HTTP upstream that is not JSON-RPC
+// was refused.
+const whyNotMessage = "the upstream's message is not a JSON-RPC message"
 
 // over reads the rest of a message over the limit in constant memory and
 // returns its placeholder.
@@ -260,14 +315,19 @@ func (r *msgRest) drain() {
 
 // msgBody is a response body holding one message.
 type msgBody struct {
-	st  *largeState
-	src io.ReadCloser
-	out io.Reader
+	st     *largeState
+	src    io.ReadCloser
+	out    io.Reader
+	check  bool            // refuse a message that is not JSON-RPC (checked)
+	callID json.RawMessage // the id of the request answered
 }
 
 func (b *msgBody) Read(p []byte) (int, error) {
 	if b.out == nil {
-		msg, err := b.st.message(b.src)
+		msg, raw, err := b.st.message(b.src)
+		if raw && b.check {
+			msg = b.st.checked(msg, b.callID)
+		}
 		b.out = bytes.NewReader(msg)
 		if err != nil {
 			b.out = io.MultiReader(b.out, errReader{err})

@@ -3,6 +3,7 @@ package mcpproxy
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"io"
 )
@@ -19,11 +20,13 @@ const maxEventFields = 64 << 10
 
 // sseBody is an event stream, handed to the SDK one rebuilt event at a time.
 type sseBody struct {
-	st  *largeState
-	br  *bufio.Reader
-	src io.Closer
-	out []byte
-	err error
+	st     *largeState
+	br     *bufio.Reader
+	src    io.Closer
+	out    []byte
+	err    error
+	check  bool            // refuse a message event that is not JSON-RPC, and a foreign endpoint
+	callID json.RawMessage // the id of the request whose answer this stream carries
 }
 
 func (b *sseBody) Read(p []byte) (int, error) {
@@ -44,7 +47,7 @@ func (b *sseBody) Close() error { return b.src.Close() }
 // placeholder when the message was streamed or refused.
 func (b *sseBody) event() ([]byte, error) {
 	d := &eventData{br: b.br}
-	msg, err := b.st.message(d)
+	msg, raw, err := b.st.message(d)
 	if err == nil {
 		err = d.err
 	}
@@ -53,6 +56,15 @@ func (b *sseBody) event() ([]byte, error) {
 	}
 	if !d.lines {
 		return nil, io.EOF
+	}
+	if b.check {
+		switch name := eventName(d.fields); {
+		case name == "endpoint" && b.st.endpointOK != nil && !b.st.endpointOK(msg):
+			b.st.endpointRefused.Store(true)
+			return nil, ErrUpstreamEndpoint
+		case (name == "" || name == "message") && raw && len(msg) > 0:
+			msg = b.st.checked(msg, b.callID)
+		}
 	}
 	out := d.fields
 	if len(msg) > 0 {
@@ -65,6 +77,24 @@ func (b *sseBody) event() ([]byte, error) {
 		return out, io.EOF
 	}
 	return out, nil
+}
+
+// eventName returns the value of the last event field among an event's
+// field lines ("" when none).
+func eventName(fields []byte) string {
+	name := ""
+	for line := range bytes.SplitSeq(fields, []byte{'\n'}) {
+		line = bytes.TrimSuffix(line, []byte{'\r'})
+		if v, ok := bytes.CutPrefix(line, []byte("event")); ok {
+			switch {
+			case len(v) == 0:
+				name = ""
+			case v[0] == ':':
+				name = string(bytes.TrimPrefix(v[1:], []byte(" ")))
+			}
+		}
+	}
+	return name
 }
 
 // eventData reads the data of one event (its data lines joined by '\n'),

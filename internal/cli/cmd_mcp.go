@@ -206,7 +206,7 @@ func mcpExit(err error) error {
 	case errors.Is(err, mcpproxy.ErrUpstreamStart):
 		return usagef("%v", err)
 	case errors.Is(err, mcpproxy.ErrUpstreamClosed), errors.Is(err, mcpproxy.ErrUpstreamUnreachable):
-		return &exitError{code: ExitInternal, msg: err.Error(), err: err}
+		return &exitError{code: ExitInternal, msg: upstreamLine(err), err: err}
 	}
 	return internal("mcp", err)
 }
@@ -226,7 +226,7 @@ func (a *app) mcpUpstream(args []string, o mcpFlags) (func() mcp.Transport, erro
 	return func() mcp.Transport {
 		server := exec.Command(args[0], args[1:]...)
 		server.Stderr = a.env.Stderr
-		return &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage}
+		return &mcpproxy.Command{Cmd: server, MaxMessageBytes: o.maxMessage, DropEnv: tokenVar(o.http)}
 	}, nil
 }
 

@@ -21,10 +21,13 @@ import (
 	"github.com/hybridctx/hybridctx/mcpproxy"
 )
 
+// listenIdleTimeout closes a --listen connection idle between requests.
+const listenIdleTimeout = 2 * time.Minute
+
 // mcpHTTPFlags are the mcp command's HTTP flags (SPEC §11.1).
 type mcpHTTPFlags struct {
 	listen, url, tokenEnv string
-	headers               []string
+	headers, allowOrigins []string
 	maxSessions           int
 	idleTimeout           time.Duration
 }
@@ -34,6 +37,7 @@ func (f *mcpHTTPFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "connect to an upstream MCP server over HTTP (Streamable HTTP, else HTTP+SSE) instead of starting CMD")
 	fs.StringArrayVar(&f.headers, "header", nil, `add a request header to the upstream, "Name: value" (repeatable; ${VAR} is expanded from the environment)`)
 	fs.StringVar(&f.tokenEnv, "token-env", "", "environment variable holding the bearer token --listen requires (needed off loopback)")
+	fs.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "accept browser requests from this origin, scheme://host[:port], besides the listener's own (repeatable)")
 	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once (> 0)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", mcpproxy.DefaultIdleTimeout, "end a --listen session idle this long (> 0)")
 }
@@ -64,6 +68,8 @@ func (o mcpFlags) validate(cmd *cobra.Command, args []string) error {
 		return usagef("--idle-timeout must be > 0")
 	case f.listen == "" && f.tokenEnv != "":
 		return usagef("--token-env needs --listen")
+	case f.listen == "" && len(f.allowOrigins) > 0:
+		return usagef("--allow-origin needs --listen")
 	}
 	if f.url != "" {
 		if u, err := url.Parse(f.url); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -100,7 +106,19 @@ func (a *app) mcpToken(f mcpHTTPFlags) (string, error) {
 	if t == "" {
 		return "", usagef("--token-env %s: the variable is unset or empty", f.tokenEnv)
 	}
+	if len(t) < mcpproxy.MinTokenBytes {
+		return "", usagef("--token-env %s: the token must be at least %d bytes (for example: openssl rand -hex 32)", f.tokenEnv, mcpproxy.MinTokenBytes)
+	}
 	return t, nil
+}
+
+// tokenVar lists the variable holding the listener's token (none without
+// --token-env): an upstream process never gets it.
+func tokenVar(f mcpHTTPFlags) []string {
+	if f.tokenEnv == "" {
+		return nil
+	}
+	return []string{f.tokenEnv}
 }
 
 // mcpHeaders parses the --header values, expanding ${VAR} from the
@@ -199,8 +217,11 @@ func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags,
 			return nil, nil, err
 		}
 		return p, upstream(), nil
-	}, &mcpproxy.HTTPOptions{MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Token: token, MaxRequestBytes: int64(maxBody)})
-	if err != nil {
+	}, &mcpproxy.HTTPOptions{MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Token: token, MaxRequestBytes: int64(maxBody),
+		AllowOrigins: f.allowOrigins})
+	if err != nil && len(f.allowOrigins) > 0 {
+		return usagef("--allow-origin: each must be scheme://host[:port], for example http://localhost:5173")
+	} else if err != nil {
 		return usagef("%v", err)
 	}
 	ln, err := net.Listen("tcp", f.listen)
@@ -209,7 +230,9 @@ func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags,
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	// Bodies have their own deadline (mcpproxy.HTTPOptions.BodyTimeout);
+	// a connection idle between requests is closed.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: listenIdleTimeout, ErrorLog: log.New(io.Discard, "", 0)}
 	fmt.Fprintf(a.env.Stderr, "hybridctx: serving MCP at http://%s/mcp\n", ln.Addr())
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

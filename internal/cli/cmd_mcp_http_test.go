@@ -23,7 +23,7 @@ import (
 )
 
 func TestMCPHTTPUsageErrors(t *testing.T) {
-	env := map[string]string{EnvUser: "ada", "EMPTY": "", "TOKEN": "tok-secret-1"}
+	env := map[string]string{EnvUser: "ada", "EMPTY": "", "TOKEN": "tok-secret-1", "SHORT": "tok-secret-15byt"[:15]}
 	cases := []struct {
 		args []string
 		want string
@@ -43,6 +43,11 @@ func TestMCPHTTPUsageErrors(t *testing.T) {
 		{[]string{"mcp", "--listen", "nonsense", "--", "x"}, "HOST:PORT"},
 		{[]string{"mcp", "--listen", "127.0.0.1:0", "--token-env", "EMPTY", "--", "x"}, "unset or empty"},
 		{[]string{"mcp", "--token-env", "TOKEN", "--", "x"}, "--token-env needs --listen"},
+		{[]string{"mcp", "--listen", "127.0.0.1:0", "--token-env", "TOKEN", "--", "x"}, "at least 16 bytes"},
+		{[]string{"mcp", "--listen", "127.0.0.1:0", "--token-env", "SHORT", "--", "x"}, "at least 16 bytes"},
+		{[]string{"mcp", "--allow-origin", "http://localhost:5173", "--", "x"}, "--allow-origin needs --listen"},
+		{[]string{"mcp", "--listen", "127.0.0.1:0", "--allow-origin", "localhost:5173", "--", "x"}, "scheme://host[:port]"},
+		{[]string{"mcp", "--listen", "127.0.0.1:0", "--allow-origin", "http://localhost:5173/app", "--", "x"}, "scheme://host[:port]"},
 		{[]string{"mcp", "--max-sessions", "0", "--", "x"}, "--max-sessions"},
 		{[]string{"mcp", "--idle-timeout", "0s", "--", "x"}, "--idle-timeout"},
 		{[]string{"mcp", "--result-threshold", "-1", "--", "x"}, "--result-threshold"},
@@ -190,7 +195,7 @@ func TestMCPListen(t *testing.T) {
 
 func TestMCPListenToken(t *testing.T) {
 	bin := mcpServerBin(t)
-	const token = "tok-secret-7"
+	const token = "tok-secret-7-0123456789"
 	l := startListen(t, map[string]string{EnvUser: "ada", "MCP_TOKEN": token}, "--workspace", newWorkspace(t),
 		"--token-env", "MCP_TOKEN", "--", bin)
 	resp, err := http.Post(l.url, "application/json", strings.NewReader(`{}`))

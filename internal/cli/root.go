@@ -154,9 +154,7 @@ func (a *app) rootCommand() *cobra.Command {
 	root.SetIn(a.env.Stdin)
 	root.SetOut(a.env.Stdout)
 	root.SetErr(a.env.Stderr)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usagef("%v (see %q)", err, c.CommandPath()+" --help")
-	})
+	root.SetFlagErrorFunc(flagError)
 	pf := root.PersistentFlags()
 	pf.StringVar(&a.workspace, "workspace", "", "workspace directory or URL (env "+EnvWorkspace+"; default "+DefaultWorkspace+")")
 	pf.StringVar(&a.user, "user", "", "owner user (env "+EnvUser+")")

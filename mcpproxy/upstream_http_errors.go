@@ -1,0 +1,87 @@
+package mcpproxy
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+)
+
+// Errors of an HTTPUpstream's requests. Their text is categorical: never a
+// URL, a header or the server's bytes. See docs/security.md, "The listener
+// and the upstream".
+var (
+	// ErrUpstreamRedirect means the upstream answered with a redirect to
+	// another origin (scheme, host or port), which is never followed: the
+	// configured headers and the request body stay with the upstream.
+	ErrUpstreamRedirect = errors.New("the upstream redirected to another origin; redirects are followed within the upstream's origin only")
+	// ErrUpstreamEndpoint means a 2024-11-05 HTTP+SSE upstream named a
+	// message endpoint on another origin; the connection was ended.
+	ErrUpstreamEndpoint = errors.New("the upstream's HTTP+SSE endpoint is on another origin")
+	// ErrUpstreamMalformed means the upstream's HTTP response could not be
+	// read as HTTP (a malformed status line or header).
+	ErrUpstreamMalformed = errors.New("the upstream's HTTP response is malformed")
+)
+
+// maxRedirects bounds the redirects followed within the upstream's origin.
+const maxRedirects = 10
+
+// checkRedirect returns the CheckRedirect of an upstream at origin: a
+// redirect to another origin is refused, and next (if any) decides the
+// others.
+func checkRedirect(origin *url.URL, next func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if !sameOrigin(req.URL, origin) {
+			return ErrUpstreamRedirect
+		}
+		if next != nil {
+			return next(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return errors.New("the upstream redirected too many times")
+		}
+		return nil
+	}
+}
+
+// sameOriginRef reports whether ref, resolved against base (as the SDK
+// resolves an endpoint event), has base's origin.
+func sameOriginRef(base *url.URL, ref string) bool {
+	u, err := base.Parse(ref)
+	return err == nil && sameOrigin(u, base)
+}
+
+// categorized is an error whose text is its category's while errors.Is and
+// errors.As still reach the original.
+type categorized struct {
+	cat error
+	err error
+}
+
+func (e *categorized) Error() string   { return e.cat.Error() }
+func (e *categorized) Unwrap() []error { return []error{e.cat, e.err} }
+
+// categorize gives a request's failure categorical text: a response that
+// is not HTTP becomes ErrUpstreamMalformed (net/http quotes the bad line).
+// Network, TLS and context errors are left as they are, for errors.Is.
+func categorize(err error) error {
+	var ne *net.OpError
+	var dns *net.DNSError
+	var rec tls.RecordHeaderError
+	var cert *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &ne), errors.As(err, &dns), errors.As(err, &rec), errors.As(err, &cert),
+		errors.As(err, &unknown), errors.As(err, &host), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return err
+	}
+	// net/http's "transport connection broken: malformed …" quoting the
+	// server's line, and any other protocol error.
+	return &categorized{ErrUpstreamMalformed, err}
+}
