@@ -1,0 +1,130 @@
+package hybridctx
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/itchyny/gojq"
+)
+
+// runFilter runs filter over body as the query view does, with limits.
+func runFilter(t testing.TB, body, filter string, lim queryLimits) viewAnswer {
+	t.Helper()
+	g := newGuard(lim.memory)
+	code, err := QueryRequest{Filter: filter, Budget: 1 << 20}.compile(g)
+	if err != nil {
+		t.Fatalf("%q: %v", filter, err)
+	}
+	q := &queryScan{code: code, guard: g, limits: lim, page: pager{budget: 1 << 20, noun: "results"}, body: []byte(body)}
+	return q.answer(context.Background(), int64(len(body)))
+}
+
+var defaultLimits = queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: DefaultQueryTimeout, memory: DefaultQueryMemoryBytes}
+
+// plainGojq is the filter's output under gojq without the sandbox, in the
+// query view's format.
+func plainGojq(t *testing.T, body, filter string) (string, bool) {
+	t.Helper()
+	q, err := gojq.Parse(filter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, err := gojq.Compile(q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, _ := decodeJSON([]byte(body))
+	var out strings.Builder
+	for _, d := range docs {
+		it := code.Run(d)
+		for {
+			v, ok := it.Next()
+			if !ok {
+				break
+			}
+			if _, isErr := v.(error); isErr {
+				return out.String(), false
+			}
+			b, err := appendJSON(nil, v, 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out.Write(b)
+			out.WriteByte('\n')
+		}
+	}
+	return out.String(), true
+}
+
+// TestQueryGuardKeepsSemantics: the rewrite onto the guarded prelude gives
+// the results plain gojq gives, in the same order (the cartesian products
+// of operators and of functions with several arguments included), and the
+// same failures.
+func TestQueryGuardKeepsSemantics(t *testing.T) {
+	body := `{"items":[{"id":1,"name":"a","tags":["x","y"]},{"id":2,"name":"b","tags":["y"]},{"id":3,"name":"c<&>","tags":[]}],"n":12345678901234567890123,"s":"a,b,c","o":{"k":{"x":1}}}`
+	filters := []string{
+		`(1,2) + (10,20)`, `(1,2) - (10,20)`, `(1,2) * (10,20)`, `(1,2) / (10,20)`, `(1,2) % (10,20)`,
+		`(1,2) == (1,2)`, `(1,2) < (2,1)`, `(1,2) >= (2,1)`, `(1,2) != (2,1)`, `(1,2) <= (2,1)`, `(1,2) > (2,1)`,
+		`"ab" * 3`, `{"a":{"b":1}} * {"a":{"c":2}}`, `"a,b" / ","`, `[1,2,3] - [2]`, `.n * .n`, `.n + 1`,
+		`.items | map(.id) | add`, `[.items[].name] | join("-")`, `.items | map(.tags) | flatten`, `[[1,[2]],3] | flatten(1)`,
+		`.items | sort_by(.name) | map(.id)`, `.items | group_by(.tags | length) | map(length)`, `.items | min_by(.id), max_by(.id)`,
+		`.items | unique_by(.tags | length) | length`, `[3,1,2] | sort, unique, min, max`, `[1,2,3] | bsearch(2)`,
+		`.items[0] | contains({tags:["x"]})`, `{tags:["x"]} | inside(.items[0])`, `"abcb" | indices("b"), index("b"), rindex("b")`,
+		`[1,2,1,2] | indices([1,2])`, `. | tojson | length`, `.items[0] | tostring`, `.o | @json, @text, @html "x\(.)", @base64, @uri`,
+		`[1,"a b",null] | @csv, @tsv, @sh`, `"YWJj" | @base64d`, `"x\(1,2)y\(3,4)"`, `@base64 "a\(.s)b"`, `"\(.items[0].name)"`,
+		`{"a\(1,2)": 3}`, `.o | to_entries`, `.o | with_entries(.value |= 1)`, `[{key:"a",value:1}] | from_entries`,
+		`.items[0].tags[1] = 5`, `.items[] |= .id`, `.items[0].id += 10`, `.items[0].id -= 10`, `.items[0].id /= 2`, `.items[0].id %= 2`,
+		`.x //= 7 | .x`, `.items |= map(select(.id > 1)) | .items | length`, `del(.items[0, 2]) | .items | length`,
+		`[paths] | length`, `[paths(type == "number")] | length`, `pick(.o.k.x)`, `[.o | tostream]`, `fromstream(.o | tostream)`,
+		`.o | getpath(["k","x"])`, `[path(..)] | length`, `path(.items[0].tags)`, `[.items[] | getpath(["id"])]`,
+		`.s | split(",")`, `.s | split(", *"; null)`, `.s | [splits(",")]`, `.s | test("B"; "i")`, `.s | [match("[a-c]"; "g").offset]`,
+		`.s | capture("(?<x>[a-z])")`, `.s | [scan("[a-z]")]`, `.s | sub(","; "+")`, `.s | gsub(","; "+")`, `.s | gsub("(?<c>[a-z])"; "<\(.c)>")`,
+		`.s | explode | implode`, `"[1,2]" | fromjson`, `"12" | tonumber`, `[[1,2],[3]] | transpose`, `0 | strftime("%Y")`,
+		`IN(1,2)`, `2 | IN(1,2)`, `INDEX(.items[]; .id) | keys`, `[.items | JOIN(INDEX(.id); .id)] | length`,
+		`.items | .[1:] | length`, `.items[-1].id`, `.items[.items | length - 1].id`, `.o["k"]`, `.o.k | has("x")`, `[.[]?]|length`,
+		`reduce range(5) as $i (0; . + $i)`, `[limit(3; repeat(1))]`, `[range(0; 10; 3)]`, `def f(x): x * 2; f(3)`,
+		`[.items[] | select(.name | test("a|b"))] | length`, `.items | any(.id == 2)`, `.items | all(.id > 0)`, `walk(if type == "number" then . + 1 else . end) | .items[0].id`,
+		`try error("x") catch .`, `.items[0] | keys`, `[.items[] | .name | ascii_upcase]`, `"a" | ltrimstr("a")`,
+		`{} | .a.b.c = 1`, `null | .[3] = 1`, `[1,2,3] | .[1:] = ["x"]`, `[1,2,3] | del(.[0])`, `[1,null] | map(values)`, `{"a":1} | add`,
+		`"abc" | .[1:]`, `[.items[].id] | @text "\(.)"`, `[1,2] | combinations(2) | length`, `splits("x")?`, `.[]?.x?`,
+	}
+	for _, f := range filters {
+		want, ok := plainGojq(t, body, f)
+		a := runFilter(t, body, f, defaultLimits)
+		if !ok {
+			if a.outcome != ViewFailed || a.reason != FilterError {
+				t.Errorf("%s: want filter_error, got %v/%v", f, a.outcome, a.reason)
+			}
+			continue
+		}
+		if a.outcome != Resolved {
+			t.Errorf("%s: %v/%v, want %q", f, a.outcome, a.reason, want)
+			continue
+		}
+		got := string(a.body)
+		got = got[:strings.LastIndexByte(strings.TrimSuffix(got, "\n"), '\n')+1]
+		if got != want {
+			t.Errorf("%s:\n got %q\nwant %q", f, got, want)
+		}
+	}
+}
+
+// TestQueryProbeInputs: the adversarial probe's filters each end as
+// limit_exceeded, none crashes the process.
+func TestQueryProbeInputs(t *testing.T) {
+	for _, f := range []string{
+		`reduce range(1500000) as $i (null; [.]) | contains(.)`,
+		`reduce range(1500000) as $i (null; [.]) | inside(.)`,
+		`[0] | .[2e8] = 1 | tojson | length`,
+		`[limit(300000; repeat(.))] | tojson | length`,
+	} {
+		start := time.Now()
+		a := runFilter(t, `{"a":[1,2,3],"b":"some text of a document"}`, f, defaultLimits)
+		if a.outcome != ViewFailed || a.reason != LimitExceeded {
+			t.Errorf("%s: %v/%v", f, a.outcome, a.reason)
+		}
+		t.Logf("%s: %v", f, time.Since(start))
+	}
+}
