@@ -136,6 +136,11 @@ func (q *queryScan) answer(ctx context.Context, _ int64) viewAnswer {
 	if !ok {
 		return failed(NotJSON)
 	}
+	return q.run(ctx, inputs)
+}
+
+// run runs the filter over the documents within the query's bounds.
+func (q *queryScan) run(ctx context.Context, inputs []any) viewAnswer {
 	base, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
 	run, cancel := context.WithTimeoutCause(base, q.limits.timeout, errQueryLimit)

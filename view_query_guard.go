@@ -32,8 +32,9 @@ import (
 //     document passes); the Go stack of one step stays a few megabytes;
 //   - size: a walked value has at most guardNodes values (counting a shared
 //     value each time it occurs, so a value built by repetition counts at
-//     its printed size); a pairwise walk (contains, inside, indices, array
-//     subtraction) at most guardWork pairs;
+//     its printed size), a sorted one at most guardSort; a pairwise walk
+//     (contains, inside, indices, array subtraction) at most guardWork
+//     pairs;
 //   - output: a string, array or object a step produces is at most out
 //     bytes, estimated before it is produced (a sixteenth of the memory
 //     bound); an array index a path assignment creates is bounded likewise;
@@ -50,13 +51,14 @@ import (
 // doubles what the watch let through.
 const (
 	guardDepth  = 10000
-	guardNodes  = 1 << 23
-	guardWork   = 1 << 26
+	guardNodes  = 1 << 22
+	guardSort   = 1 << 18
+	guardWork   = 1 << 23
 	guardBits   = 1 << 16
 	guardDigits = 1000
 	// guardRegexWork bounds subject bytes × compiled instructions of one
 	// regular expression call.
-	guardRegexWork = 1 << 27
+	guardRegexWork = 1 << 26
 	// guardMatches bounds the match objects (captures included) of one
 	// global match.
 	guardMatches = 1 << 16
@@ -237,6 +239,15 @@ func (g *guard) allowed(kind string, a []any) bool {
 			}
 		}
 		return true
+	case "sort": // a sort: n log n comparisons
+		for _, v := range a {
+			if s, ok := measure(v, false, 0); !ok || s.nodes > guardSort {
+				return false
+			}
+		}
+		return true
+	case "flatten": // a copy of every array slot
+		return g.sized(a[0], 16)
 	case "pair": // a pairwise walk
 		return g.pair(a[0], a[1])
 	case "indices":
@@ -286,7 +297,7 @@ func (g *guard) allowed(kind string, a []any) bool {
 				return false
 			}
 		}
-		return g.walkable(ps)
+		return g.allowed("sort", a)
 	case "getpath":
 		p, _ := a[0].([]any)
 		for _, x := range p {
@@ -313,6 +324,13 @@ func (g *guard) allowed(kind string, a []any) bool {
 func (g *guard) walkable(v any) bool {
 	_, ok := measure(v, false, 0)
 	return ok
+}
+
+// sized reports whether a step that walks v and produces up to per bytes
+// for each of its values stays within out.
+func (g *guard) sized(v any, per int64) bool {
+	s, ok := measure(v, false, 0)
+	return ok && s.nodes*per <= g.out
 }
 
 func (g *guard) pair(x, y any) bool {
@@ -374,7 +392,8 @@ func (g *guard) mul(x, y any) bool {
 		return g.repeat(s, x)
 	}
 	if _, ok := x.(map[string]any); ok {
-		return g.walkable(x) && g.walkable(y)
+		// a deep merge copies the objects it merges
+		return g.sized(x, 64) && g.sized(y, 64)
 	}
 	return g.numbers(x, y, 2)
 }

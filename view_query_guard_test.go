@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -108,23 +107,5 @@ func TestQueryGuardKeepsSemantics(t *testing.T) {
 		if got != want {
 			t.Errorf("%s:\n got %q\nwant %q", f, got, want)
 		}
-	}
-}
-
-// TestQueryProbeInputs: the adversarial probe's filters each end as
-// limit_exceeded, none crashes the process.
-func TestQueryProbeInputs(t *testing.T) {
-	for _, f := range []string{
-		`reduce range(1500000) as $i (null; [.]) | contains(.)`,
-		`reduce range(1500000) as $i (null; [.]) | inside(.)`,
-		`[0] | .[2e8] = 1 | tojson | length`,
-		`[limit(300000; repeat(.))] | tojson | length`,
-	} {
-		start := time.Now()
-		a := runFilter(t, `{"a":[1,2,3],"b":"some text of a document"}`, f, defaultLimits)
-		if a.outcome != ViewFailed || a.reason != LimitExceeded {
-			t.Errorf("%s: %v/%v", f, a.outcome, a.reason)
-		}
-		t.Logf("%s: %v", f, time.Since(start))
 	}
 }

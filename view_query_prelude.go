@@ -59,13 +59,13 @@ def _totsv: format("tsv");
 def _tosh: format("sh");
 def _tobase64: format("base64");
 def _tobase64d: format("base64d");
-def sort: _hx_check("cmp"; .) | _hx_o_sort;
-def unique: _hx_check("cmp"; .) | _hx_o_unique;
+def sort: _hx_check("sort"; .) | _hx_o_sort;
+def unique: _hx_check("sort"; .) | _hx_o_unique;
 def min: _hx_check("cmp"; .) | _hx_o_min;
 def max: _hx_check("cmp"; .) | _hx_o_max;
 def bsearch($t): _hx_check("cmp"; .; $t) | _hx_o_bsearch($t);
-def flatten: _hx_check("cmp"; .) | _hx_o_flatten;
-def flatten($d): _hx_check("cmp"; .) | _hx_o_flatten($d);
+def flatten: _hx_check("flatten"; .) | _hx_o_flatten;
+def flatten($d): _hx_check("flatten"; .) | _hx_o_flatten($d);
 def add: _hx_check("addall"; .) | _hx_o_add;
 def add(f): [f] | add;
 def join($s): _hx_check("join"; .; $s) | _hx_o_join($s);
@@ -102,9 +102,9 @@ def from_entries: map({ (.key // .Key // .name // .Name):
 def with_entries(f): to_entries | map(f) | from_entries;
 def min_by(f): map([f]) as $k | _hx_check("cmp"; $k) | _min_by($k);
 def max_by(f): map([f]) as $k | _hx_check("cmp"; $k) | _max_by($k);
-def sort_by(f): map([f]) as $k | _hx_check("cmp"; $k) | _sort_by($k);
-def group_by(f): map([f]) as $k | _hx_check("cmp"; $k) | _group_by($k);
-def unique_by(f): map([f]) as $k | _hx_check("cmp"; $k) | _unique_by($k);
+def sort_by(f): map([f]) as $k | _hx_check("sort"; $k) | _sort_by($k);
+def group_by(f): map([f]) as $k | _hx_check("sort"; $k) | _group_by($k);
+def unique_by(f): map([f]) as $k | _hx_check("sort"; $k) | _unique_by($k);
 def fromstream(f):
   foreach f as $pv (
     null;
