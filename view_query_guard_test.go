@@ -2,8 +2,10 @@ package hybridctx
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/itchyny/gojq"
 )
@@ -108,4 +110,33 @@ func TestQueryGuardKeepsSemantics(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", f, got, want)
 		}
 	}
+}
+
+// FuzzQueryFilter runs arbitrary filters over a small document: each ends
+// as a result, one over the budget, a filter error or a stop, and never
+// takes the process down (a fatal error fails the fuzzer with its input).
+func FuzzQueryFilter(f *testing.F) {
+	for _, s := range append([]string{
+		`.a[1]`, `[paths]`, `tojson`, `.[] |= .`, `"\(.)" * 3`, `@base64 "x\(.a)"`, `[splits("o")]`,
+		`reduce range(30) as $i (.; [., .]) | tostring`, `[.a[] as $x | $x * $x]`, `{} | .a.b.c = 1`,
+		`def f: [f]; f`, `[limit(5; repeat(.))] | flatten`, `.b | gsub("o"; "0")`, `to_entries | from_entries`,
+		`.a | .[1e6] = 1 | length`, `[.a | combinations]`, `. as $d | $d | contains($d)`, `getpath(["a", 0])`,
+	}, probeFilters...) {
+		f.Add(s)
+	}
+	lim := queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: 100 * time.Millisecond, memory: DefaultQueryMemoryBytes}
+	f.Fuzz(func(t *testing.T, filter string) {
+		g := newGuard(lim.memory)
+		code, err := QueryRequest{Filter: filter, Budget: 4096}.compile(g)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRequest) || strings.Contains(err.Error(), filter) && len(filter) > 3 {
+				t.Fatalf("%q: %v", filter, err)
+			}
+			return
+		}
+		q := &queryScan{code: code, guard: g, limits: lim, page: pager{budget: 4096, noun: "results"}, body: []byte(probeDoc)}
+		if a := q.answer(context.Background(), int64(len(probeDoc))); !acceptable(a) {
+			t.Fatalf("%q: %v/%v", filter, a.outcome, a.reason)
+		}
+	})
 }
