@@ -257,6 +257,9 @@ func (g *guard) allowed(kind string, a []any) bool {
 		}
 		return g.pair(a[0], a[1])
 	case "text": // a step that prints a[1] with format a[0]
+		if _, isStr := a[1].(string); isStr && a[0] == "text" {
+			return true // tostring of a string is the string itself
+		}
 		s, ok := measure(a[1], true, g.out)
 		return ok && s.text*formatFactor(a[0]) <= g.out
 	case "plus":
@@ -506,7 +509,7 @@ func (g *guard) transpose(v any) bool {
 			longest = max(longest, int64(len(r)))
 		}
 	}
-	return 16*longest*int64(len(vs)) <= g.out
+	return longest*(16*int64(len(vs))+48) <= g.out
 }
 
 // match bounds one call of gojq's _match: the pattern's length, the

@@ -140,3 +140,50 @@ func FuzzQueryFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestQueryGuardBounds: each bound refuses a step just over it (the guard
+// itself, not the clock: a minute's time limit), and lets one within it
+// run.
+func TestQueryGuardBounds(t *testing.T) {
+	long := queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: time.Minute, memory: DefaultQueryMemoryBytes}
+	refused := []string{
+		`[1,[2]] | .[[2]]`, `"abc" * 1e8`, `[range(300000)] | sort`, `[range(300000)] | unique`,
+		`null | .[2000000] = 1`, `null | setpath([2000000]; 1)`, `{} | .a[1000000][1000000] = 1`,
+		`"1" * 2000 | tonumber`, `reduce range(20) as $i (3; . * .)`, `"x" | test("a" * 2000)`,
+		`"x" * 1000000 | [match("x"; "g")]`, `[range(5000)] as $a | $a - $a`, `[range(5000)] as $a | $a | contains($a)`,
+		`"x" * 10000000 | explode`, `"[" * 2000000 | fromjson`, `"\u0000" * 3000000 | tojson`, `"<" * 3000000 | @html`,
+		`[limit(20; repeat("x" * 1000000))] | add`, `[limit(20; repeat("x" * 1000000))] | join(",")`,
+		`("x" * 10000000) as $s | $s + $s`, `[range(600000)] | . + .`, `[[range(1100000)]] | flatten`,
+		`[range(400000)] as $r | [$r, $r] | transpose`, `null | setpath([range(10001) | "a"]; 1)`, `"\("x" * 10000000)\("x" * 10000000)"`,
+		`reduce range(20000) as $i (null; [.]) | tojson`, `reduce range(20000) as $i (null; {a: .}) | . == .`,
+		`reduce range(40) as $i (1; [., .]) | flatten`, `reduce range(20000) as $i (null; [.])`,
+		`try (reduce range(20000) as $i (null; [.]) | tojson) catch "caught"`,
+	}
+	for _, f := range refused {
+		a, tripped := runValue(t, nil, f, long)
+		if a.outcome != ViewFailed || a.reason != LimitExceeded || !tripped && f != `reduce range(20000) as $i (null; [.])` {
+			t.Errorf("%s: %v/%v (guard: %v), want the guard's limit_exceeded", f, a.outcome, a.reason, tripped)
+		}
+	}
+	allowed := []string{
+		`[range(100000)] | sort | length`, `null | .[100000] = 1 | length`, `"1" * 900 | tonumber | . > 1`,
+		`"x" * 10000 | [match("x"; "g")] | length`, `[range(3000)] as $r | [$r, $r] | transpose | length`, `[range(2000)] as $a | $a - $a`, `"abc" * 1e6 | length`,
+		`reduce range(5000) as $i (null; [.]) | tojson | length`, `[limit(5; repeat("x" * 1000000))] | add | length`,
+		`"x" * 100000 | explode | implode | length`, `reduce range(10) as $i (3; . * .) | . > 0`,
+	}
+	for _, f := range allowed {
+		if a, tripped := runValue(t, nil, f, long); a.outcome != Resolved || tripped {
+			t.Errorf("%s: %v/%v (guard: %v), want a result", f, a.outcome, a.reason, tripped)
+		}
+	}
+}
+
+// TestQueryHugeNumbers: a number of more than guardDigits digits in a
+// document is read as a float, so no step parses it as a big integer.
+func TestQueryHugeNumbers(t *testing.T) {
+	body := `{"n":` + strings.Repeat("9", 100000) + `,"m":` + strings.Repeat("7", 50) + `}`
+	a := runFilter(t, body, `.n + 1, .m + 1, (.n | floor | tostring | length)`, defaultLimits)
+	if got := string(a.body); a.outcome != Resolved || !strings.HasPrefix(got, "1.7976931348623157e+308\n"+strings.Repeat("7", 49)+"8\n") {
+		t.Fatalf("%v/%v %q", a.outcome, a.reason, got)
+	}
+}
