@@ -251,9 +251,11 @@ func (g *guard) allowed(kind string, a []any) bool {
 	case "pair": // a pairwise walk
 		return g.pair(a[0], a[1])
 	case "indices":
+		// gojq explodes both strings into arrays of code points, then
+		// compares at every position
 		if s, ok := a[0].(string); ok {
-			sep, _ := a[1].(string)
-			return 16*(int64(len(s))/int64(max(len(sep), 1))+1) <= g.out
+			sub, _ := a[1].(string)
+			return 24*int64(len(s)+len(sub)) <= g.out && int64(len(s))*int64(max(len(sub), 1)) <= guardWork
 		}
 		return g.pair(a[0], a[1])
 	case "text": // a step that prints a[1] with format a[0]
