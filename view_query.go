@@ -64,9 +64,8 @@ func (r QueryRequest) compile(g *guard) (*gojq.Code, error) {
 		panic(err) // a constant that parses; the tests run it
 	}
 	q.FuncDefs = append(prelude.FuncDefs, q.FuncDefs...)
-	code, err := gojq.Compile(q,
-		gojq.WithEnvironLoader(func() []string { return nil }),
-		gojq.WithFunction(checkFunc, 1, 5, g.check))
+	code, err := gojq.Compile(q, append(g.options(),
+		gojq.WithEnvironLoader(func() []string { return nil }))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the filter does not compile (unknown function or variable?)", ErrInvalidRequest)
 	}

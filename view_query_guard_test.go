@@ -89,7 +89,12 @@ func TestQueryGuardKeepsSemantics(t *testing.T) {
 		`[.items[] | select(.name | test("a|b"))] | length`, `.items | any(.id == 2)`, `.items | all(.id > 0)`, `walk(if type == "number" then . + 1 else . end) | .items[0].id`,
 		`try error("x") catch .`, `.items[0] | keys`, `[.items[] | .name | ascii_upcase]`, `"a" | ltrimstr("a")`,
 		`{} | .a.b.c = 1`, `null | .[3] = 1`, `[1,2,3] | .[1:] = ["x"]`, `[1,2,3] | del(.[0])`, `[1,null] | map(values)`, `{"a":1} | add`,
-		`"abc" | .[1:]`, `[.items[].id] | @text "\(.)"`, `[1,2] | combinations(2) | length`, `splits("x")?`, `.[]?.x?`,
+		`9223372036854775807 + 1`, `-9223372036854775808 - 1`, `-9223372036854775808 * -1`, `3037000500 * 3037000500`,
+		`7 / 2`, `6 / 3`, `1 / 0`, `1.5 / 0`, `0 / -1`, `.items[0].id / 3`, `null + 1`, `1 + null`, `"a" + null`, `null + null`,
+		`[1] + [2]`, `{a:1} + {b:2}`, `{} - 1`, `"a" - "b"`, `"abc" / "b"`, `10 % 3`, `[.items[].id * 1.5]`, `.n - .n`, `.n * 2`,
+		`1 == 1.0`, `"a" < "b"`, `[1] < [1,2]`, `{} == {}`, `null == false`, `.items[0].id == 1`, `infinite + 1`, `nan < 1`,
+		`-(.n)`, `.n / 7`, `.n == .n + 0`, `[.items[] | .id - 1, .id + 0.5]`, `"x" * 0`, `"x" * -1`, `"x" * 1.5`, `"x" * nan`,
+		`.items[0] * {"id": 5}`, `1 - "a"`, `[1,2,3] - [2, 3]`, `"abc" | .[1:]`, `[.items[].id] | @text "\(.)"`, `[1,2] | combinations(2) | length`, `splits("x")?`, `.[]?.x?`,
 	}
 	for _, f := range filters {
 		want, ok := plainGojq(t, body, f)

@@ -9,9 +9,9 @@ package hybridctx
 // the unguarded originals, so those that reach one (add/1, from_entries,
 // *_by, fromstream, del, pick, IN, INDEX, JOIN and the regular expression
 // family) are redefined here over the guarded names. Operators are routed
-// to the _hx_ definitions by the rewrite of the filter
-// (view_query_sandbox.go); each keeps jq's order of the cartesian product
-// (the right operand outermost). The names gojq itself looks up while
+// to the guarded operators of view_query_ops.go (_hx_plus and the others)
+// by the rewrite of the filter (view_query_sandbox.go). The names gojq
+// itself looks up while
 // compiling (tostring and the format functions of string interpolation,
 // _add and the others of "op=") resolve to these definitions too.
 const queryPrelude = `
@@ -20,8 +20,6 @@ def _hx_o_inside($b): inside($b);
 def _hx_o_indices($i): indices($i);
 def _hx_o_index($i): index($i);
 def _hx_o_rindex($i): rindex($i);
-def _hx_o_tojson: tojson;
-def _hx_o_tostring: tostring;
 def _hx_o_format($f): format($f);
 def _hx_o_sort: sort;
 def _hx_o_unique: unique;
@@ -48,8 +46,8 @@ def inside($b): _hx_check("pair"; .; $b) | _hx_o_inside($b);
 def indices($i): _hx_check("indices"; .; $i) | _hx_o_indices($i);
 def index($i): _hx_check("indices"; .; $i) | _hx_o_index($i);
 def rindex($i): _hx_check("indices"; .; $i) | _hx_o_rindex($i);
-def tojson: _hx_check("text"; "json"; .) | _hx_o_tojson;
-def tostring: _hx_check("text"; "text"; .) | _hx_o_tostring;
+def tojson: _hx_tojson;
+def tostring: _hx_tostring;
 def format($f): _hx_check("text"; $f; .) | _hx_o_format($f);
 def _tohtml: format("html");
 def _touri: format("uri");
@@ -80,16 +78,6 @@ def transpose: _hx_check("transpose"; .) | _hx_o_transpose;
 def strftime($f): _hx_check("strftime"; $f) | _hx_o_strftime($f);
 def strflocaltime($f): _hx_check("strftime"; $f) | _hx_o_strflocaltime($f);
 
-def _hx_plus(l; r): r as $r | l as $l | _hx_check("plus"; $l; $r) | $l + $r;
-def _hx_minus(l; r): r as $r | l as $l | _hx_check("minus"; $l; $r) | $l - $r;
-def _hx_mul(l; r): r as $r | l as $l | _hx_check("mul"; $l; $r) | $l * $r;
-def _hx_div(l; r): r as $r | l as $l | _hx_check("div"; $l; $r) | $l / $r;
-def _hx_eq(l; r): r as $r | l as $l | _hx_check("cmp"; $l; $r) | $l == $r;
-def _hx_ne(l; r): r as $r | l as $l | _hx_check("cmp"; $l; $r) | $l != $r;
-def _hx_lt(l; r): r as $r | l as $l | _hx_check("cmp"; $l; $r) | $l < $r;
-def _hx_le(l; r): r as $r | l as $l | _hx_check("cmp"; $l; $r) | $l <= $r;
-def _hx_gt(l; r): r as $r | l as $l | _hx_check("cmp"; $l; $r) | $l > $r;
-def _hx_ge(l; r): r as $r | l as $l | _hx_check("cmp"; $l; $r) | $l >= $r;
 def _add(l; r): _hx_plus(l; r);
 def _subtract(l; r): _hx_minus(l; r);
 def _multiply(l; r): _hx_mul(l; r);

@@ -2,7 +2,9 @@ package hybridctx
 
 import (
 	"fmt"
+	"math"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"github.com/itchyny/gojq"
@@ -26,7 +28,7 @@ var guardedOps = map[gojq.Operator]string{
 // formatFuncs names the function gojq applies for a format (the prelude
 // guards each); another format goes through format/1.
 var formatFuncs = map[string]string{
-	"@text": "tostring", "@json": "tojson", "@html": "_tohtml", "@uri": "_touri", "@urid": "_tourid",
+	"@text": "_hx_tostring", "@json": "_hx_tojson", "@html": "_tohtml", "@uri": "_touri", "@urid": "_tourid",
 	"@csv": "_tocsv", "@tsv": "_totsv", "@sh": "_tosh", "@base64": "_tobase64", "@base64d": "_tobase64d",
 }
 
@@ -112,7 +114,9 @@ func (w *rewriter) after(n any) {
 		switch n.Op {
 		case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub,
 			gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
-			n.Left = call("_hx_paths", n.Left)
+			if !plainPath(n.Left) {
+				n.Left = call("_hx_paths", n.Left)
+			}
 		}
 	case *gojq.Term:
 		if n.Type == gojq.TermTypeFormat && n.Str != nil {
@@ -129,6 +133,62 @@ func (w *rewriter) after(n any) {
 	case *gojq.String:
 		w.interpolate(n)
 	}
+}
+
+// plainPath reports a path expression made only of constant keys and
+// small constant indexes (|n| <= 1024), iterations, pipes and commas: its
+// paths are at most as long as the filter and create at most a few
+// thousand array slots, so the update needs no guard (and gojq keeps its
+// fast in-place update).
+func plainPath(q *gojq.Query) bool {
+	switch {
+	case q == nil || len(q.FuncDefs) > 0 || q.Patterns != nil:
+		return false
+	case q.Op == gojq.OpPipe || q.Op == gojq.OpComma:
+		return plainPath(q.Left) && plainPath(q.Right)
+	case q.Op != 0 || q.Term == nil:
+		return false
+	}
+	t := q.Term
+	switch t.Type {
+	case gojq.TermTypeIdentity:
+	case gojq.TermTypeIndex:
+		if !plainIndex(t.Index) {
+			return false
+		}
+	case gojq.TermTypeQuery:
+		if !plainPath(t.Query) {
+			return false
+		}
+	default:
+		return false
+	}
+	for _, s := range t.SuffixList {
+		if s.Index != nil && !plainIndex(s.Index) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainIndex(x *gojq.Index) bool {
+	if x.Str != nil && x.Str.Queries != nil {
+		return false
+	}
+	for _, q := range []*gojq.Query{x.Start, x.End} {
+		if q == nil {
+			continue
+		}
+		if !constantKey(q) {
+			return false
+		}
+		if q.Term.Type == gojq.TermTypeNumber {
+			if f, err := strconv.ParseFloat(q.Term.Number, 64); err != nil || math.Abs(f) > 1024 {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // constantKey reports a literal number or string index, which cannot be
@@ -148,7 +208,7 @@ func (w *rewriter) interpolate(s *gojq.String) {
 	if s.Queries == nil {
 		return
 	}
-	f := "tostring"
+	f := "_hx_tostring"
 	if format, ok := w.format[s]; ok {
 		if f, ok = formatFuncs[format]; !ok {
 			f = ""
