@@ -63,6 +63,8 @@ const (
 	// global match.
 	guardMatches = 1 << 16
 	checkFunc    = "_hx_check"
+	// maxRepeat bounds a string repetition ("x" * n), as it always has.
+	maxRepeat = 1 << 20
 )
 
 // errGuard is the guard's refusal; the query ends as limit_exceeded.
@@ -408,7 +410,7 @@ func (g *guard) repeat(s string, n any) bool {
 	if !ok || math.IsNaN(f) || f <= 0 {
 		return true
 	}
-	return float64(len(s))*math.Ceil(f) <= float64(g.out)
+	return float64(len(s))*math.Ceil(f) <= float64(min(g.out, maxRepeat))
 }
 
 // split bounds string / string and split/1: the pieces cost a string

@@ -230,8 +230,8 @@ func TestQueryMemoryChild(t *testing.T) {
 		`def f: [f]; f`,
 		`[.] | .[1e7] = 1 | [.[] | tostring]`,
 		`"x" * 1000000 | [match("x"; "g")] | length`,
-		`"x" * 10000000 | explode`,
-		`[limit(20; repeat("x" * 10000000))] | join(",")`,
+		`"x" * 1000000 | explode`,
+		`[limit(20; repeat("x" * 1000000))] | join(",")`,
 		`reduce range(64) as $i (3; . * .)`,
 		`reduce range(1e6) as $i ({}; .["k\($i)"] = "v" * 100)`,
 	}, probeFilters...)
