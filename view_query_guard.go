@@ -278,9 +278,9 @@ func (g *guard) allowed(kind string, a []any) bool {
 	case "explode":
 		s, _ := a[0].(string)
 		return 24*int64(len(s)) <= g.out
-	case "fromjson":
+	case "fromjson": // the parsed value, and no number gojq would parse slowly
 		s, _ := a[0].(string)
-		return 16*int64(len(s)) <= g.out
+		return 16*int64(len(s)) <= g.out && !hasDigitRun([]byte(s), guardDigits+1)
 	case "tonumber":
 		s, _ := a[0].(string)
 		return len(s) <= guardDigits

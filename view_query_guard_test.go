@@ -156,7 +156,7 @@ func TestQueryGuardBounds(t *testing.T) {
 		`null | .[2000000] = 1`, `null | setpath([2000000]; 1)`, `{} | .a[1000000][1000000] = 1`,
 		`"1" * 2000 | tonumber`, `reduce range(20) as $i (3; . * .)`, `"x" | test("a" * 2000)`,
 		`"x" * 1000000 | [match("x"; "g")]`, `[range(5000)] as $a | $a - $a`, `[range(5000)] as $a | $a | contains($a)`,
-		`"x" * 1000000 | explode`, `[limit(2; repeat("[" * 1000000))] | add | fromjson`, `[limit(3; repeat("\u0000" * 1000000))] | add | tojson`, `[limit(3; repeat("<" * 1000000))] | add | @html`,
+		`"x" * 1000000 | explode`, `[limit(2; repeat("[" * 1000000))] | add | fromjson`, `"1" * 1001 | fromjson`, `[limit(3; repeat("\u0000" * 1000000))] | add | tojson`, `[limit(3; repeat("<" * 1000000))] | add | @html`,
 		`[limit(20; repeat("x" * 1000000))] | add`, `[limit(20; repeat("x" * 1000000))] | join(",")`,
 		`([limit(9; repeat("x" * 1000000))] | add) as $s | $s + $s`, `"x" * 1000000 | indices("x")`, `"x" * 100000 | index("x" * 100)`, `[range(600000)] | . + .`, `[[range(1100000)]] | flatten`,
 		`[range(400000)] as $r | [$r, $r] | transpose`, `null | setpath([range(10001) | "a"]; 1)`, `([limit(9; repeat("x" * 1000000))] | add) as $s | "\($s)\($s)"`,
@@ -171,7 +171,7 @@ func TestQueryGuardBounds(t *testing.T) {
 		}
 	}
 	allowed := []string{
-		`[range(100000)] | sort | length`, `null | .[100000] = 1 | length`, `"1" * 900 | tonumber | . > 1`,
+		`[range(100000)] | sort | length`, `null | .[100000] = 1 | length`, `"1" * 900 | tonumber | . > 1`, `"1" * 1000 | fromjson | . > 1`,
 		`"x" * 10000 | [match("x"; "g")] | length`, `[range(3000)] as $r | [$r, $r] | transpose | length`, `"x" * 100000 | indices("x") | length`, `[range(2000)] as $a | $a - $a`, `"abc" * 300000 | length`,
 		`reduce range(5000) as $i (null; [.]) | tojson | length`, `[limit(5; repeat("x" * 1000000))] | add | length`,
 		`"x" * 100000 | explode | implode | length`, `reduce range(10) as $i (3; . * .) | . > 0`,
