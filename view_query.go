@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"reflect"
 	"runtime/metrics"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,39 +18,31 @@ import (
 )
 
 // The query sandbox. A filter is parsed, checked and rewritten before it
-// runs: the environment ($ENV, env), other inputs (input, inputs), debug
-// output (debug, stderr), input metadata, module imports and gojq's
-// internal functions (names starting with "_") are refused as argument
-// errors; string repetition ("x" * n) goes through a guard that refuses
-// results over maxQueryString. At run time a query is stopped with
-// view_failed/limit_exceeded when it runs longer than its time limit, when
-// the heap grows by more than its memory bound (sampled every
-// memorySampleEvery), or when it yields more than maxQueryResults results.
-// Each result is encoded with a cap of the budget, so a huge result costs
-// no more than the budget to refuse.
+// runs (view_query_sandbox.go): the environment ($ENV, env), other inputs
+// (input, inputs), debug output (debug, stderr), input metadata, module
+// imports and gojq's internal functions (names starting with "_") are
+// refused as argument errors, and every step that could be large goes
+// through the guard (view_query_guard.go, view_query_prelude.go). At run
+// time a query is stopped with view_failed/limit_exceeded when it runs
+// longer than its time limit, when the heap grows by more than a third of
+// its memory bound (sampled every memorySampleEvery; a third, so that the
+// step in flight cannot carry it over the bound), when a guard refuses a
+// step, or when it yields more than maxQueryResults results. Each result
+// is encoded with a cap of the budget, so a huge result costs no more than
+// the budget to refuse.
 const (
-	maxQueryString    = 1 << 20
 	maxQueryResults   = 1 << 20
 	memorySampleEvery = 2 * time.Millisecond
-	mulGuard          = "_hybridctx_multiply"
 )
-
-var forbiddenFuncs = map[string]string{
-	"env": "the environment", "$ENV": "the environment",
-	"input": "other inputs", "inputs": "other inputs",
-	"debug": "debug output", "stderr": "debug output",
-	"input_filename": "input metadata", "input_line_number": "input metadata",
-	"$__prog_args": "program arguments", "get_search_list": "modules",
-}
 
 // Validate reports whether r is usable, parsing and checking its filter;
 // the error wraps ErrInvalidRequest and never repeats the filter.
 func (r QueryRequest) Validate() error {
-	_, err := r.compile()
+	_, err := r.compile(newGuard(DefaultQueryMemoryBytes))
 	return err
 }
 
-func (r QueryRequest) compile() (*gojq.Code, error) {
+func (r QueryRequest) compile(g *guard) (*gojq.Code, error) {
 	switch {
 	case r.Budget <= 0 || r.Skip < 0:
 		return nil, fmt.Errorf("%w: budget must be > 0, skip >= 0", ErrInvalidRequest)
@@ -63,105 +55,21 @@ func (r QueryRequest) compile() (*gojq.Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: the filter is not valid jq syntax", ErrInvalidRequest)
 	}
-	if err := sandbox(reflect.ValueOf(q)); err != nil {
+	w := &rewriter{format: map[*gojq.String]string{}}
+	if err := w.walk(reflect.ValueOf(q)); err != nil {
 		return nil, err
 	}
-	code, err := gojq.Compile(q,
-		gojq.WithEnvironLoader(func() []string { return nil }),
-		gojq.WithFunction(mulGuard, 2, 2, guardedMultiply))
+	prelude, err := gojq.Parse(queryPrelude)
+	if err != nil {
+		panic(err) // a constant that parses; the tests run it
+	}
+	q.FuncDefs = append(prelude.FuncDefs, q.FuncDefs...)
+	code, err := gojq.Compile(q, append(g.options(),
+		gojq.WithEnvironLoader(func() []string { return nil }))...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: the filter does not compile (unknown function or variable?)", ErrInvalidRequest)
 	}
 	return code, nil
-}
-
-// sandbox walks the parsed filter: it refuses what reaches outside the
-// document and routes multiplication through the guard.
-func sandbox(v reflect.Value) error {
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return nil
-		}
-		switch n := v.Interface().(type) {
-		case *gojq.Query:
-			if len(n.Imports) > 0 {
-				return fmt.Errorf("%w: modules (import, include) are not available in a filter", ErrInvalidRequest)
-			}
-			switch n.Op {
-			case gojq.OpMul:
-				*n = gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc,
-					Func: &gojq.Func{Name: mulGuard, Args: []*gojq.Query{n.Left, n.Right}}}}
-			case gojq.OpUpdateMul:
-				return fmt.Errorf("%w: *= is not available in a filter; write |= . * x", ErrInvalidRequest)
-			}
-		case *gojq.Func:
-			if what, bad := forbiddenFuncs[n.Name]; bad {
-				return fmt.Errorf("%w: %s is not available to a filter", ErrInvalidRequest, what)
-			}
-			if strings.HasPrefix(n.Name, "_") && n.Name != mulGuard {
-				return fmt.Errorf("%w: internal functions are not available to a filter", ErrInvalidRequest)
-			}
-		}
-		return sandbox(v.Elem())
-	case reflect.Struct:
-		for i := range v.NumField() {
-			if err := sandbox(v.Field(i)); err != nil {
-				return err
-			}
-		}
-	case reflect.Slice:
-		for i := range v.Len() {
-			if err := sandbox(v.Index(i)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-var mulCode = func() *gojq.Code {
-	q, err := gojq.Parse(".[0] * .[1]")
-	if err != nil {
-		panic(err)
-	}
-	c, err := gojq.Compile(q)
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
-
-// errStringTooLarge is the guard's refusal of a huge string repetition.
-var errStringTooLarge = errors.New("string repetition too large")
-
-// guardedMultiply is jq's "*" with string repetition bounded.
-func guardedMultiply(_ any, args []any) any {
-	l, r := args[0], args[1]
-	s, sok := l.(string)
-	n, nok := r, true
-	if !sok {
-		s, sok = r.(string)
-		n = l
-	}
-	if sok {
-		var f float64
-		switch x := n.(type) {
-		case int:
-			f = float64(x)
-		case float64:
-			f = x
-		case json.Number:
-			f, _ = x.Float64()
-		default:
-			nok = false
-		}
-		if nok && f > 0 && float64(len(s))*math.Floor(f) > maxQueryString {
-			return errStringTooLarge
-		}
-	}
-	v, _ := mulCode.Run([]any{l, r}).Next()
-	return v
 }
 
 // Query resolves req with the query view (§13): the checks of Rehydrate in
@@ -170,12 +78,13 @@ func guardedMultiply(_ any, args []any) any {
 // budget. The body is held parsed while the filter runs; a body larger than
 // the query size limit is view_failed/limit_exceeded.
 func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration, error) {
-	code, err := req.compile()
+	g := newGuard(h.query.memory)
+	code, err := req.compile(g)
 	if err != nil {
 		return nil, err
 	}
 	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewScanner {
-		q := &queryScan{code: code, skip: req.Skip, limits: h.query,
+		q := &queryScan{code: code, guard: g, skip: req.Skip, limits: h.query,
 			page: pager{budget: req.Budget, noun: "results"}}
 		if size <= h.query.maxBytes {
 			q.body = make([]byte, 0, size)
@@ -197,6 +106,7 @@ type queryLimits struct {
 // filter once it verified.
 type queryScan struct {
 	code     *gojq.Code
+	guard    *guard
 	skip     int64
 	limits   queryLimits
 	page     pager
@@ -218,13 +128,24 @@ func (q *queryScan) answer(ctx context.Context, _ int64) viewAnswer {
 		return failed(LimitExceeded)
 	}
 	inputs, ok := decodeJSON(q.body)
+	if ok && hasDigitRun(q.body, guardDigits+1) {
+		normalizeNumbers(inputs)
+	}
 	q.body = nil
 	if !ok {
 		return failed(NotJSON)
 	}
-	run, cancel := context.WithTimeoutCause(ctx, q.limits.timeout, errQueryLimit)
+	return q.run(ctx, inputs)
+}
+
+// run runs the filter over the documents within the query's bounds.
+func (q *queryScan) run(ctx context.Context, inputs []any) viewAnswer {
+	base, stopRun := context.WithCancelCause(ctx)
+	defer stopRun(nil)
+	run, cancel := context.WithTimeoutCause(base, q.limits.timeout, errQueryLimit)
 	defer cancel()
-	stop := watchHeap(run, q.limits.memory, cancel)
+	q.guard.cancel = stopRun
+	stop := watchHeap(run, q.limits.memory/3, func() { stopRun(errQueryLimit) })
 	defer stop()
 	var enc []byte
 	for _, in := range inputs {
@@ -234,8 +155,8 @@ func (q *queryScan) answer(ctx context.Context, _ int64) viewAnswer {
 			if !ok {
 				break
 			}
-			if err, isErr := v.(error); isErr {
-				if run.Err() != nil || errors.Is(err, errStringTooLarge) {
+			if _, isErr := v.(error); isErr {
+				if run.Err() != nil || q.guard.tripped {
 					return failed(LimitExceeded)
 				}
 				return failed(FilterError)
@@ -247,9 +168,12 @@ func (q *queryScan) answer(ctx context.Context, _ int64) viewAnswer {
 			if q.page.total <= q.skip || q.page.full {
 				continue
 			}
-			var fits bool
-			enc, fits = appendJSON(enc[:0], v, int(q.page.budget))
-			if !fits {
+			var err error
+			enc, err = appendJSON(enc[:0], v, int(q.page.budget))
+			if errors.Is(err, errGuard) {
+				return failed(LimitExceeded)
+			}
+			if err != nil {
 				q.page.tooLarge(int(q.page.budget) + 1)
 				continue
 			}
@@ -286,7 +210,7 @@ func decodeJSON(b []byte) ([]any, bool) {
 
 // watchHeap cancels a query whose heap use grows by more than limit,
 // sampling every memorySampleEvery; stop ends the watch.
-func watchHeap(ctx context.Context, limit int64, cancel context.CancelFunc) (stop func()) {
+func watchHeap(ctx context.Context, limit int64, cancel func()) (stop func()) {
 	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
 	read := func() int64 {
 		metrics.Read(sample)
@@ -317,20 +241,31 @@ func watchHeap(ctx context.Context, limit int64, cancel context.CancelFunc) (sto
 	return func() { close(done) }
 }
 
+// errOverBudget is appendJSON's refusal of a result larger than its limit.
+var errOverBudget = errors.New("result over the budget")
+
 // appendJSON appends v as compact JSON (object keys sorted, as gojq
-// prints them) and reports false as soon as more than limit bytes were
-// written, so a huge value costs at most limit bytes to refuse.
-func appendJSON(dst []byte, v any, limit int) ([]byte, bool) {
+// prints them) and fails with errOverBudget as soon as more than limit
+// bytes were written, so a huge value costs at most limit bytes to refuse,
+// or with errGuard when v is deeper than guardDepth, so the recursion
+// stays shallow.
+func appendJSON(dst []byte, v any, limit int) ([]byte, error) {
 	start := len(dst)
-	var ok bool
-	dst, ok = appendValue(dst, v, start+limit)
-	return dst, ok && len(dst)-start <= limit
+	dst, err := appendValue(dst, v, start+limit, 0)
+	if err == nil && len(dst)-start > limit {
+		err = errOverBudget
+	}
+	return dst, err
 }
 
-func appendValue(dst []byte, v any, end int) ([]byte, bool) {
+func appendValue(dst []byte, v any, end, depth int) ([]byte, error) {
 	if len(dst) > end {
-		return dst, false
+		return dst, errOverBudget
 	}
+	if depth > guardDepth {
+		return dst, errGuard
+	}
+	var err error
 	switch x := v.(type) {
 	case []any:
 		dst = append(dst, '[')
@@ -338,12 +273,11 @@ func appendValue(dst []byte, v any, end int) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			var ok bool
-			if dst, ok = appendValue(dst, e, end); !ok {
-				return dst, false
+			if dst, err = appendValue(dst, e, end, depth+1); err != nil {
+				return dst, err
 			}
 		}
-		return append(dst, ']'), len(dst) < end
+		return append(dst, ']'), nil
 	case map[string]any:
 		keys := make([]string, 0, len(x))
 		for k := range x {
@@ -355,25 +289,74 @@ func appendValue(dst []byte, v any, end int) ([]byte, bool) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			var ok bool
-			if dst, ok = appendValue(dst, k, end); !ok {
-				return dst, false
+			if dst, err = appendValue(dst, k, end, depth+1); err != nil {
+				return dst, err
 			}
 			dst = append(dst, ':')
-			if dst, ok = appendValue(dst, x[k], end); !ok {
-				return dst, false
+			if dst, err = appendValue(dst, x[k], end, depth+1); err != nil {
+				return dst, err
 			}
 		}
-		return append(dst, '}'), len(dst) < end
+		return append(dst, '}'), nil
 	case string:
 		if len(x) > end-len(dst) {
-			return dst, false
+			return dst, errOverBudget
 		}
 	}
 	b, err := gojq.Marshal(v)
 	if err != nil {
-		return dst, false
+		return dst, errOverBudget
 	}
-	dst = append(dst, b...)
-	return dst, len(dst) <= end
+	return append(dst, b...), nil
+}
+
+// hasDigitRun reports whether b holds n digits in a row: only then can a
+// document hold a number normalizeNumbers would change.
+func hasDigitRun(b []byte, n int) bool {
+	run := 0
+	for _, c := range b {
+		if c >= '0' && c <= '9' {
+			if run++; run >= n {
+				return true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return false
+}
+
+// normalizeNumbers reads a number of more than guardDigits digits in the
+// documents as a float, as jq does, so that no step parses a huge integer
+// (gojq would, on every arithmetic use, in quadratic time). It walks
+// without recursion; its stack holds the containers still to visit.
+func normalizeNumbers(docs []any) {
+	stack := []any{docs}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		switch x := v.(type) {
+		case []any:
+			for i, e := range x {
+				x[i] = normalizeNumber(e, &stack)
+			}
+		case map[string]any:
+			for k, e := range x {
+				x[k] = normalizeNumber(e, &stack)
+			}
+		}
+	}
+}
+
+func normalizeNumber(v any, stack *[]any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if len(x) > guardDigits {
+			f, _ := strconv.ParseFloat(string(x), 64)
+			return f
+		}
+	case []any, map[string]any:
+		*stack = append(*stack, v)
+	}
+	return v
 }

@@ -1,0 +1,237 @@
+package hybridctx
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/itchyny/gojq"
+)
+
+var forbiddenFuncs = map[string]string{
+	"env": "the environment", "$ENV": "the environment",
+	"input": "other inputs", "inputs": "other inputs",
+	"debug": "debug output", "stderr": "debug output",
+	"input_filename": "input metadata", "input_line_number": "input metadata",
+	"$__prog_args": "program arguments", "get_search_list": "modules",
+}
+
+// guardedOps routes an operator to its prelude definition.
+var guardedOps = map[gojq.Operator]string{
+	gojq.OpAdd: "_hx_plus", gojq.OpSub: "_hx_minus", gojq.OpMul: "_hx_mul", gojq.OpDiv: "_hx_div",
+	gojq.OpEq: "_hx_eq", gojq.OpNe: "_hx_ne", gojq.OpLt: "_hx_lt", gojq.OpLe: "_hx_le",
+	gojq.OpGt: "_hx_gt", gojq.OpGe: "_hx_ge",
+}
+
+// formatFuncs names the function gojq applies for a format (the prelude
+// guards each); another format goes through format/1.
+var formatFuncs = map[string]string{
+	"@text": "_hx_tostring", "@json": "_hx_tojson", "@html": "_tohtml", "@uri": "_touri", "@urid": "_tourid",
+	"@csv": "_tocsv", "@tsv": "_totsv", "@sh": "_tosh", "@base64": "_tobase64", "@base64d": "_tobase64d",
+}
+
+// rewriter checks a parsed filter and rewrites it onto the guarded
+// prelude: it refuses what reaches outside the document, routes operators,
+// path assignments, computed indexes and string interpolation through the
+// guard, and leaves everything else to gojq. It visits children before
+// rewriting a node, so the nodes it creates are never visited again.
+type rewriter struct {
+	format map[*gojq.String]string // the format of an interpolated string
+}
+
+func call(name string, args ...*gojq.Query) *gojq.Query {
+	return &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeFunc, Func: &gojq.Func{Name: name, Args: args}}}
+}
+
+func (w *rewriter) walk(v reflect.Value) error {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		if err := w.before(v.Interface()); err != nil {
+			return err
+		}
+		if err := w.walk(v.Elem()); err != nil {
+			return err
+		}
+		w.after(v.Interface())
+	case reflect.Struct:
+		for i := range v.NumField() {
+			if err := w.walk(v.Field(i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Slice:
+		for i := range v.Len() {
+			if err := w.walk(v.Index(i)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// before refuses what a filter may not do, and notes the format of an
+// interpolated string before its pieces are visited.
+func (w *rewriter) before(n any) error {
+	switch n := n.(type) {
+	case *gojq.Query:
+		if len(n.Imports) > 0 {
+			return fmt.Errorf("%w: modules (import, include) are not available in a filter", ErrInvalidRequest)
+		}
+		if n.Op == gojq.OpUpdateMul {
+			return fmt.Errorf("%w: *= is not available in a filter; write |= . * x", ErrInvalidRequest)
+		}
+	case *gojq.Func:
+		if what, bad := forbiddenFuncs[n.Name]; bad {
+			return fmt.Errorf("%w: %s is not available to a filter", ErrInvalidRequest, what)
+		}
+		if strings.HasPrefix(n.Name, "_") {
+			return fmt.Errorf("%w: internal functions are not available to a filter", ErrInvalidRequest)
+		}
+	case *gojq.FuncDef:
+		if strings.HasPrefix(n.Name, "_") {
+			return fmt.Errorf("%w: internal functions are not available to a filter", ErrInvalidRequest)
+		}
+	case *gojq.Term:
+		if n.Type == gojq.TermTypeFormat && n.Str != nil {
+			w.format[n.Str] = n.Format
+		}
+	}
+	return nil
+}
+
+// after rewrites a node whose children are done.
+func (w *rewriter) after(n any) {
+	switch n := n.(type) {
+	case *gojq.Query:
+		if name, ok := guardedOps[n.Op]; ok {
+			*n = *call(name, n.Left, n.Right)
+		}
+		switch n.Op {
+		case gojq.OpAssign, gojq.OpModify, gojq.OpUpdateAdd, gojq.OpUpdateSub,
+			gojq.OpUpdateDiv, gojq.OpUpdateMod, gojq.OpUpdateAlt:
+			if !plainPath(n.Left) {
+				n.Left = call("_hx_paths", n.Left)
+			}
+		}
+	case *gojq.Term:
+		if n.Type == gojq.TermTypeFormat && n.Str != nil {
+			n.Type, n.Format = gojq.TermTypeString, ""
+		}
+	case *gojq.Index:
+		if !n.IsSlice && n.Start != nil && !constantKey(n.Start) {
+			n.Start = call("_hx_key", n.Start)
+		}
+	case *gojq.PatternObject:
+		if n.KeyQuery != nil {
+			n.KeyQuery = call("_hx_key", n.KeyQuery)
+		}
+	case *gojq.String:
+		w.interpolate(n)
+	}
+}
+
+// plainPath reports a path expression made only of constant keys and
+// small constant indexes (|n| <= 1024), iterations, pipes and commas: its
+// paths are at most as long as the filter and create at most a few
+// thousand array slots, so the update needs no guard (and gojq keeps its
+// fast in-place update).
+func plainPath(q *gojq.Query) bool {
+	switch {
+	case q == nil || len(q.FuncDefs) > 0 || q.Patterns != nil:
+		return false
+	case q.Op == gojq.OpPipe || q.Op == gojq.OpComma:
+		return plainPath(q.Left) && plainPath(q.Right)
+	case q.Op != 0 || q.Term == nil:
+		return false
+	}
+	t := q.Term
+	switch t.Type {
+	case gojq.TermTypeIdentity:
+	case gojq.TermTypeIndex:
+		if !plainIndex(t.Index) {
+			return false
+		}
+	case gojq.TermTypeQuery:
+		if !plainPath(t.Query) {
+			return false
+		}
+	default:
+		return false
+	}
+	for _, s := range t.SuffixList {
+		if s.Index != nil && !plainIndex(s.Index) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainIndex(x *gojq.Index) bool {
+	if x.Str != nil && x.Str.Queries != nil {
+		return false
+	}
+	for _, q := range []*gojq.Query{x.Start, x.End} {
+		if q == nil {
+			continue
+		}
+		if !constantKey(q) {
+			return false
+		}
+		if q.Term.Type == gojq.TermTypeNumber {
+			if f, err := strconv.ParseFloat(q.Term.Number, 64); err != nil || math.Abs(f) > 1024 {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// constantKey reports a literal number or string index, which cannot be
+// an array.
+func constantKey(q *gojq.Query) bool {
+	if q.Term == nil || q.Op != 0 || len(q.Term.SuffixList) > 0 {
+		return false
+	}
+	return q.Term.Type == gojq.TermTypeNumber || q.Term.Type == gojq.TermTypeString && q.Term.Str != nil && q.Term.Str.Queries == nil
+}
+
+// interpolate replaces the pieces of an interpolated string by one query
+// that formats each piece with the guarded function and joins them with
+// the guarded +, as gojq would join them with its own (which no guard
+// sees): the string is then that query's value.
+func (w *rewriter) interpolate(s *gojq.String) {
+	if s.Queries == nil {
+		return
+	}
+	f := "_hx_tostring"
+	if format, ok := w.format[s]; ok {
+		if f, ok = formatFuncs[format]; !ok {
+			f = ""
+		}
+		if f == "" {
+			f = "format"
+		}
+	}
+	var q *gojq.Query
+	for _, e := range s.Queries {
+		if e.Term == nil || e.Term.Str == nil {
+			fn := call(f)
+			if f == "format" {
+				fn = call("format", &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeString,
+					Str: &gojq.String{Str: strings.TrimPrefix(w.format[s], "@")}}})
+			}
+			e = &gojq.Query{Left: e, Op: gojq.OpPipe, Right: fn}
+		}
+		if q == nil {
+			q = e
+		} else {
+			q = call("_hx_plus", q, e)
+		}
+	}
+	s.Queries = []*gojq.Query{{Term: &gojq.Term{Type: gojq.TermTypeQuery, Query: q}}}
+}
