@@ -66,7 +66,6 @@ type Pending struct {
 	hasHex bool
 	size   int64
 	done   bool
-	aside  *aside // IngestBytes: the body's copy ahead, until taken or dropped
 }
 
 // key returns the driver key of p's body (its digest in hex). It is
@@ -109,10 +108,6 @@ func (p *Pending) Discard() {
 		p.done = true
 		if p.w != nil {
 			_ = p.w.Abort()
-		}
-		if p.aside != nil {
-			p.aside.drop()
-			p.aside = nil
 		}
 		p.b, p.mem = nil, nil
 	}
@@ -282,34 +277,18 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // verifyStored checks the stored body of p's digest as VerifyBody does. When
 // p's bytes are in memory they already hash to the digest, so the stored
 // body verifies exactly when it equals them: it is compared with them
-// (in place when the backend can, driver.Comparer; else one read, no
-// hash). A streamed body is compared with the bytes written for it: in
-// place when the driver's writer can (driver.WrittenComparer), else read
-// back (driver.WrittenReader); it is hashed again only when neither can.
+// (one read, no hash). A streamed body is compared with the bytes written
+// for it, read back (driver.WrittenReader); it is hashed again only when
+// the driver cannot read them back.
 func (p *Pending) verifyStored(ctx context.Context) error {
 	wr, reread := p.w.(driver.WrittenReader)
-	wc, inPlace := p.w.(driver.WrittenComparer)
-	if p.mem == nil && !reread && !inPlace {
+	if p.mem == nil && !reread {
 		return p.s.VerifyBody(ctx, p.ref, p.size)
 	}
-	s, ref := p.s, p.ref
-	if err := s.check(ctx, ref); err != nil {
-		return wrap("verify", ref, err)
+	if err := p.s.check(ctx, p.ref); err != nil {
+		return wrap("verify", p.ref, err)
 	}
-	var eq bool
-	var err error
-	switch {
-	case p.mem != nil && s.comparer != nil:
-		eq, err = s.comparer.EqualBody(ctx, p.key(), p.mem)
-	case p.mem == nil && inPlace:
-		eq, err = wc.EqualWritten(ctx, p.key())
-	default:
-		return wrap("verify", ref, p.readCompare(ctx, wr))
-	}
-	if err == nil && !eq {
-		err = ErrCorrupt
-	}
-	return wrap("verify", ref, err)
+	return wrap("verify", p.ref, p.readCompare(ctx, wr))
 }
 
 // readCompare opens the stored body of p's digest and compares it with

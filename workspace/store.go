@@ -26,9 +26,6 @@ type Store struct {
 	bodies  driver.Bodies
 	records driver.Records
 	locker  driver.Locker // the bodies driver's per-body lock; nil if it has none
-	// comparer compares a stored body with bytes in memory, for a backend
-	// that keeps its bodies there; nil otherwise.
-	comparer driver.Comparer
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -45,8 +42,7 @@ func New(bodies driver.Bodies, records driver.Records) *Store {
 		panic("workspace.New: nil driver")
 	}
 	l, _ := bodies.(driver.Locker)
-	c, _ := bodies.(driver.Comparer)
-	return &Store{bodies: bodies, records: records, locker: l, comparer: c}
+	return &Store{bodies: bodies, records: records, locker: l}
 }
 
 // Close closes the drivers that implement io.Closer, once each.

@@ -64,39 +64,6 @@ type WrittenReader interface {
 	ReadWritten() (io.Reader, error)
 }
 
-// Adopter is an optional Writer capability of a backend that holds its
-// bodies in memory: taking bytes as written without copying them. The
-// Store uses it for a body in memory that it copied while hashing it
-// (workspace.IngestBytes), so that committing it copies nothing more.
-type Adopter interface {
-	// Adopt appends b to the bytes written, as Write would, and keeps b
-	// itself: the caller must not change b afterwards.
-	Adopt(b []byte) error
-}
-
-// WrittenComparer is an optional Writer capability of a backend that holds
-// its bodies in memory: comparing, before the writer ends, the bytes
-// written so far with a committed body, both where they are. The Store
-// uses it to verify a stored body against a streamed one, whose written
-// bytes already hash to the body's digest, without reading either back.
-type WrittenComparer interface {
-	// EqualWritten reports whether the committed body of key is exactly
-	// the bytes written so far. An absent body is an error wrapping
-	// fs.ErrNotExist.
-	EqualWritten(ctx context.Context, key string) (bool, error)
-}
-
-// Comparer is an optional Bodies capability of a backend that holds its
-// bodies in memory: comparing a committed body with bytes in place. The
-// Store uses it to verify a stored body against bytes it holds, which
-// already hash to the body's digest, without opening a reader or copying
-// the body.
-type Comparer interface {
-	// EqualBody reports whether the committed body of key is exactly b.
-	// An absent body is an error wrapping fs.ErrNotExist.
-	EqualBody(ctx context.Context, key string, b []byte) (bool, error)
-}
-
 // Reader reads one committed body from its start.
 type Reader interface {
 	io.Reader

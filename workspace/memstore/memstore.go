@@ -78,12 +78,9 @@ func New() *Store {
 }
 
 var (
-	_ driver.Bodies          = (*Store)(nil)
-	_ driver.Records         = (*Store)(nil)
-	_ driver.Locker          = (*Store)(nil)
-	_ driver.Comparer        = (*Store)(nil)
-	_ driver.WrittenComparer = (*writer)(nil)
-	_ driver.Adopter         = (*writer)(nil)
+	_ driver.Bodies  = (*Store)(nil)
+	_ driver.Records = (*Store)(nil)
+	_ driver.Locker  = (*Store)(nil)
 )
 
 // validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
@@ -115,27 +112,6 @@ func (w *writer) Write(p []byte) (int, error) {
 	}
 	w.buf.write(p)
 	return len(p), nil
-}
-
-// Adopt implements driver.Adopter: b becomes a block of the body as it is,
-// and a later Write never uses the room after it.
-func (w *writer) Adopt(b []byte) error {
-	if w.done {
-		return errors.New("memstore: write after end")
-	}
-	if len(b) > 0 {
-		w.buf.add(b[:len(b):len(b)])
-		w.buf.size += int64(len(b))
-	}
-	return nil
-}
-
-// Grow reserves room for n more bytes, so that a body whose size the
-// Store knows is copied once.
-func (w *writer) Grow(n int) {
-	if !w.done && n > 0 {
-		w.buf.grow(n)
-	}
 }
 
 func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
@@ -207,30 +183,6 @@ type reader struct {
 
 func (r *reader) Info() driver.Info { return r.info }
 func (r *reader) Close() error      { return nil }
-
-// EqualBody implements driver.Comparer: it compares the body's blocks with
-// b where they are, under no lock (a committed body never changes; a
-// replace stores a new one).
-func (s *Store) EqualBody(ctx context.Context, key string, b []byte) (bool, error) {
-	bd, err := s.get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	return equalBlocks(bd.data, &blocks{b: [][]byte{b}, size: int64(len(b))}), nil
-}
-
-// EqualWritten implements driver.WrittenComparer: it compares the blocks
-// written so far with the committed body's, as EqualBody does.
-func (w *writer) EqualWritten(ctx context.Context, key string) (bool, error) {
-	if w.done {
-		return false, errors.New("memstore: compare after end")
-	}
-	bd, err := w.s.get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	return equalBlocks(bd.data, &w.buf), nil
-}
 
 // Stat implements driver.Bodies.
 func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
