@@ -61,9 +61,6 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Bodies returns the body driver, for optional capabilities and tests.
-func (s *Store) Bodies() driver.Bodies { return s.bodies }
-
 // TempDir returns the workspace's temporary area on local disk (see
 // driver.TempDirer), or "" when its backend has none (memory, PostgreSQL,
 // S3): a caller then uses its own temporary directory.
@@ -73,9 +70,6 @@ func (s *Store) TempDir() string {
 	}
 	return ""
 }
-
-// Records returns the record driver, for optional capabilities and tests.
-func (s *Store) Records() driver.Records { return s.records }
 
 // StatBody describes a committed body without reading it. An absent body
 // wraps fs.ErrNotExist.
