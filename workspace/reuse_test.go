@@ -124,7 +124,7 @@ func streamedCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 		damaged[fmt.Sprintf("bit %d", at)] = flipBit(data, at)
 	}
 	for name, bad := range damaged {
-		m.Tamper(ref.Hex(), bad)
+		drivertest.Overwrite(m, ref.Hex(), bad)
 		before := s.VerifyHashedBytes()
 		if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, time.Now()); c != workspace.AttachReplaced || err != nil {
 			t.Errorf("%s: Attach = %v, %v; want replaced", name, c, err)
@@ -166,7 +166,7 @@ func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 		"second body": bodyOf(43, len(data)),
 	}
 	for name, bad := range damaged {
-		if !m.Tamper(ref.Hex(), bad) {
+		if !drivertest.Overwrite(m, ref.Hex(), bad) {
 			t.Fatalf("%s: Tamper failed", name)
 		}
 		if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachReplaced || err != nil {
@@ -176,7 +176,7 @@ func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 			t.Errorf("%s: body after the repair: %v", name, err)
 		}
 		// A new owner repairs it too, without learning it was there.
-		m.Tamper(ref.Hex(), bad)
+		drivertest.Overwrite(m, ref.Hex(), bad)
 		newOwner := artifact.Owner{User: "n", Workflow: "wf", Session: name}
 		if c, err := attachOf(ctx, s, newOwner, data); c != workspace.AttachCreated || err != nil {
 			t.Errorf("%s, new owner: Attach = %v, %v; want created", name, c, err)

@@ -85,7 +85,7 @@ func (c *counters) all() []*atomic.Int64 {
 
 // Instrumented wraps a body driver and a record driver, counting every call
 // and running the fault-injection Hooks. It implements driver.Bodies,
-// driver.Records, driver.Locker and Tamperer, and is safe for concurrent use.
+// driver.Records and driver.Locker, and is safe for concurrent use.
 type Instrumented struct {
 	bodies  driver.Bodies
 	records driver.Records
@@ -100,7 +100,6 @@ var (
 	_ driver.Bodies  = (*Instrumented)(nil)
 	_ driver.Records = (*Instrumented)(nil)
 	_ driver.Locker  = (*Instrumented)(nil)
-	_ Tamperer       = (*Instrumented)(nil)
 )
 
 // Instrument wraps b and r, which must not be nil. h may be nil; the fields
@@ -321,13 +320,40 @@ func (i *Instrumented) Lock(ctx context.Context, key string) (func() error, erro
 	}
 }
 
-// Tamper implements Tamperer by delegating to the wrapped Bodies. It
-// reports false when they are not a Tamperer.
+// Tamper overwrites the stored bytes of key in the wrapped Bodies, with
+// Overwrite, neither counted nor hooked. It reports whether key held a
+// body.
 func (i *Instrumented) Tamper(key string, data []byte) bool {
-	if t, ok := i.bodies.(Tamperer); ok {
-		return t.Tamper(key, data)
+	return Overwrite(i.bodies, key, data)
+}
+
+// Overwrite replaces the stored bytes of key with data through b's own
+// writer, committed over the body without any check of its digest, to
+// simulate corruption in tests of a backend whose storage a test cannot
+// reach otherwise (memstore). It reports whether key held a body; a
+// driver error fails it too. A body seen through an Instrumented wrapper
+// is overwritten underneath it, neither counted nor hooked.
+func Overwrite(b driver.Bodies, key string, data []byte) bool {
+	for {
+		i, ok := b.(*Instrumented)
+		if !ok {
+			break
+		}
+		b = i.bodies
 	}
-	return false
+	ctx := context.Background()
+	if _, err := b.Stat(ctx, key); err != nil {
+		return false
+	}
+	w, err := b.NewWriter(ctx)
+	if err != nil {
+		return false
+	}
+	if _, err := w.Write(data); err != nil {
+		_ = w.Abort()
+		return false
+	}
+	return w.Commit(ctx, key, true) == nil
 }
 
 // Writer states, for counting aborts once.

@@ -4,7 +4,6 @@
 package memstore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -227,21 +226,6 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 			}
 		}
 	}
-}
-
-// Tamper replaces the stored bytes of key without any check, to simulate
-// corruption in tests. It reports whether the key existed.
-func (s *Store) Tamper(key string, data []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.bodies[key]
-	if ok {
-		s.version++
-		t := &body{data: &blocks{b: [][]byte{bytes.Clone(data)}, size: int64(len(data))}, modTime: b.modTime}
-		t.setVersion(s.version)
-		s.bodies[key] = t
-	}
-	return ok
 }
 
 // Lock implements driver.Locker.
