@@ -4,12 +4,12 @@ import (
 	"context"
 	"io"
 	"iter"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
 // Hooks inject faults into an Instrumented backend. Each hook runs before the
@@ -91,9 +91,7 @@ type Instrumented struct {
 	records driver.Records
 	h       *Hooks
 	c       counters
-
-	mu    sync.Mutex
-	locks map[string]chan struct{}
+	locks   keylock.Locks // for Bodies that are no driver.Locker
 }
 
 var (
@@ -112,7 +110,7 @@ func Instrument(b driver.Bodies, r driver.Records, h *Hooks) *Instrumented {
 	if h == nil {
 		h = &Hooks{}
 	}
-	return &Instrumented{bodies: b, records: r, h: h, locks: map[string]chan struct{}{}}
+	return &Instrumented{bodies: b, records: r, h: h}
 }
 
 // Unwrap returns the wrapped drivers.
@@ -290,34 +288,7 @@ func (i *Instrumented) Lock(ctx context.Context, key string) (func() error, erro
 	if l, ok := i.bodies.(driver.Locker); ok {
 		return l.Lock(ctx, key)
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		i.mu.Lock()
-		ch, held := i.locks[key]
-		if !held {
-			ch = make(chan struct{})
-			i.locks[key] = ch
-			i.mu.Unlock()
-			var once sync.Once
-			return func() error {
-				once.Do(func() {
-					i.mu.Lock()
-					delete(i.locks, key)
-					i.mu.Unlock()
-					close(ch)
-				})
-				return nil
-			}, nil
-		}
-		i.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return i.locks.Lock(ctx, key)
 }
 
 // Tamper overwrites the stored bytes of key in the wrapped Bodies, with

@@ -20,6 +20,7 @@ import (
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
 // Store is an in-memory body and record store. The zero value is not ready;
@@ -28,7 +29,7 @@ type Store struct {
 	mu      sync.Mutex
 	bodies  map[string]*body
 	records map[recKey]artifact.Record
-	locks   map[string]chan struct{}
+	locks   keylock.Locks
 	version uint64
 	now     func() time.Time
 }
@@ -71,7 +72,6 @@ func New() *Store {
 	return &Store{
 		bodies:  map[string]*body{},
 		records: map[recKey]artifact.Record{},
-		locks:   map[string]chan struct{}{},
 		now:     time.Now,
 	}
 }
@@ -228,36 +228,9 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 	}
 }
 
-// Lock implements driver.Locker.
+// Lock implements driver.Locker, within this process.
 func (s *Store) Lock(ctx context.Context, key string) (func() error, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		ch, held := s.locks[key]
-		if !held {
-			ch = make(chan struct{})
-			s.locks[key] = ch
-			s.mu.Unlock()
-			var once sync.Once
-			return func() error {
-				once.Do(func() {
-					s.mu.Lock()
-					delete(s.locks, key)
-					s.mu.Unlock()
-					close(ch)
-				})
-				return nil
-			}, nil
-		}
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return s.locks.Lock(ctx, key)
 }
 
 var _ io.ReaderAt = (*reader)(nil)
