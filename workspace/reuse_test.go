@@ -3,15 +3,12 @@ package workspace_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
-	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
@@ -26,8 +23,8 @@ func flipBit(data []byte, i int) []byte {
 // TestReuseComparesInsteadOfHashing: attaching bytes the workspace already
 // holds verifies the stored body by comparing it with them (they already
 // hash to the digest), so a reuse reads the body once and hashes none of
-// it; a body passed as a stream is compared with the bytes written for it,
-// read back.
+// it; a body passed as a stream is not kept, and its stored twin is
+// hashed again.
 func TestReuseComparesInsteadOfHashing(t *testing.T) {
 	ctx := context.Background()
 	data := bodyOf(41, 3<<20)
@@ -53,45 +50,25 @@ func TestReuseComparesInsteadOfHashing(t *testing.T) {
 			t.Errorf("%s: reuse read %d bytes and opened %d writers; want %d and 0", owner, n.BytesRead, n.NewWriters, len(data))
 		}
 	}
-	// The streamed form cannot keep its bytes in memory, but the driver's
-	// writer reads back what it was given: compared, not hashed.
+	// The streamed form cannot keep its bytes in memory: the stored body
+	// is hashed again, read once.
 	before := s.VerifyHashedBytes()
 	in.Reset()
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
 		t.Fatalf("streamed Attach = %v, %v", c, err)
 	}
-	if h := s.VerifyHashedBytes() - before; h != 0 {
-		t.Errorf("streamed reuse hashed %d stored bytes, want 0", h)
+	if h := s.VerifyHashedBytes() - before; h != int64(len(data)) {
+		t.Errorf("streamed reuse hashed %d stored bytes, want %d", h, len(data))
 	}
-	if n := in.Counts(); n.BytesRead != 2*int64(len(data)) {
-		t.Errorf("streamed reuse read %d bytes, want %d (the stored body and the written one)", n.BytesRead, 2*len(data))
-	}
-	// A writer that cannot read back: the stored body is hashed again.
-	m := memstore.New()
-	s2 := workspace.New(noReadBack{m}, m)
-	if c, err := drivertest.AttachData(ctx, s2, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
-		t.Fatalf("first streamed Attach = %v, %v", c, err)
-	}
-	if c, err := drivertest.AttachData(ctx, s2, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
-		t.Fatalf("streamed Attach = %v, %v", c, err)
-	}
-	if h := s2.VerifyHashedBytes(); h != int64(len(data)) {
-		t.Errorf("streamed reuse without read-back hashed %d stored bytes, want %d", h, len(data))
+	if n := in.Counts(); n.BytesRead != int64(len(data)) {
+		t.Errorf("streamed reuse read %d bytes, want %d", n.BytesRead, len(data))
 	}
 }
 
-// noReadBack is a memstore whose writers hide driver.WrittenReader.
-type noReadBack struct{ *memstore.Store }
-
-func (n noReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
-	w, err := n.Store.NewWriter(ctx)
-	return struct{ driver.Writer }{w}, err
-}
-
-// TestStreamedSameSizeCorruptionIsReplaced: a streamed reuse compares the
-// stored body with the bytes it wrote, so a stored body of the right size
-// that differs in one bit, anywhere, is found corrupt and replaced; so is
+// TestStreamedSameSizeCorruptionIsReplaced: a streamed reuse hashes the
+// stored body again, so a stored body of the right size that differs in
+// one bit, anywhere, is found corrupt and replaced; so is
 // one a byte short or long, through the instrumented driver and on
 // memstore itself.
 func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
@@ -99,7 +76,7 @@ func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
 }
 
 // bothWays runs check on a Store over the instrumented driver and on one
-// over memstore itself: both compare by reading.
+// over memstore itself.
 func bothWays(t *testing.T, check func(*testing.T, *workspace.Store, *memstore.Store)) {
 	t.Run("instrumented", func(t *testing.T) {
 		s, _, m := instrumented(nil)
@@ -125,12 +102,8 @@ func streamedCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 	}
 	for name, bad := range damaged {
 		drivertest.Overwrite(m, ref.Hex(), bad)
-		before := s.VerifyHashedBytes()
 		if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, time.Now()); c != workspace.AttachReplaced || err != nil {
 			t.Errorf("%s: Attach = %v, %v; want replaced", name, c, err)
-		}
-		if h := s.VerifyHashedBytes() - before; h != 0 {
-			t.Errorf("%s: the repair hashed %d stored bytes, want 0", name, h)
 		}
 		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
 			t.Errorf("%s: body after the repair: %v", name, err)
@@ -192,40 +165,5 @@ func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 	}
 	if h := s.VerifyHashedBytes() - before; h != 0 {
 		t.Errorf("intact body: the reuse hashed %d stored bytes, want 0", h)
-	}
-}
-
-// failingReadBack is a memstore whose writers fail to read back.
-type failingReadBack struct{ *memstore.Store }
-
-var errReadBack = errors.New("read back failed")
-
-type failingWriter struct{ driver.Writer }
-
-func (failingWriter) ReadWritten() (io.Reader, error) { return nil, errReadBack }
-
-func (f failingReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
-	w, err := f.Store.NewWriter(ctx)
-	return failingWriter{w}, err
-}
-
-// TestStreamedReuseReadBackFails: when the writer cannot read back its own
-// bytes, a streamed reuse is a failed read, never a verified body and never
-// a repair.
-func TestStreamedReuseReadBackFails(t *testing.T) {
-	ctx := context.Background()
-	data := bodyOf(45, 400_000)
-	m := memstore.New()
-	s := workspace.New(failingReadBack{m}, m)
-	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
-		t.Fatalf("first Attach = %v, %v", c, err)
-	}
-	c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at)
-	if c != workspace.AttachReadFailed || !errors.Is(err, errReadBack) {
-		t.Fatalf("streamed reuse = %v, %v; want read_failed wrapping the read-back error", c, err)
-	}
-	if err := s.VerifyBody(ctx, artifact.RefOf(data), int64(len(data))); err != nil {
-		t.Fatalf("stored body after the failed reuse: %v", err)
 	}
 }

@@ -53,17 +53,6 @@ type Writer interface {
 	Abort() error
 }
 
-// WrittenReader is an optional Writer capability: reading back, before
-// the writer ends, the bytes written so far. The Store uses it to verify a
-// stored body against a streamed one by comparing the two (the written
-// bytes already hash to the body's digest) instead of hashing the stored
-// body again.
-type WrittenReader interface {
-	// ReadWritten returns a reader of the bytes written so far, from the
-	// first. It is valid until the next Write, Commit or Abort.
-	ReadWritten() (io.Reader, error)
-}
-
 // Reader reads one committed body from its start.
 type Reader interface {
 	io.Reader

@@ -156,26 +156,7 @@ func (i *Instrumented) NewWriter(ctx context.Context) (driver.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	iw := &writer{i: i, w: w}
-	if wr, ok := w.(driver.WrittenReader); ok {
-		return &writtenWriter{iw, wr}, nil
-	}
-	return iw, nil
-}
-
-// writtenWriter is a writer that keeps the wrapped writer's
-// driver.WrittenReader; the bytes read back count as BytesRead.
-type writtenWriter struct {
-	*writer
-	wr driver.WrittenReader
-}
-
-func (w *writtenWriter) ReadWritten() (io.Reader, error) {
-	r, err := w.wr.ReadWritten()
-	if err != nil {
-		return nil, err
-	}
-	return &countingReader{r: r, n: &w.i.c.bytesRead}, nil
+	return &writer{i: i, w: w}, nil
 }
 
 type countingReader struct {

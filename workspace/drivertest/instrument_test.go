@@ -134,10 +134,9 @@ func TestInstrumentedCounts(t *testing.T) {
 		t.Fatalf("BodyCalls = %d, want 2", got)
 	}
 	// A dedup hit: a second writer, a refused commit, a verification
-	// (open, its size checked, read, compared with the writer's own bytes
-	// read back; no stat), an abort.
+	// (stat, open, read, hashed), an abort.
 	putOn(t, s, data)
-	want = Counts{NewWriters: 2, Writes: 2, Commits: 1, Aborts: 1, Opens: 1, BytesWritten: 2000, BytesRead: 2000}
+	want = Counts{NewWriters: 2, Writes: 2, Commits: 1, Aborts: 1, Opens: 1, Stats: 1, BytesWritten: 2000, BytesRead: 1000}
 	if c := in.Counts(); c != want {
 		t.Fatalf("after an existing Put: %+v, want %+v", c, want)
 	}

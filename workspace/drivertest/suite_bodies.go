@@ -3,15 +3,12 @@ package drivertest
 import (
 	"bytes"
 	"errors"
-	"fmt"
-	"io"
 	"io/fs"
 	"math"
 	"strings"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
-	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
 var bodyTests = []subtest{
@@ -30,49 +27,6 @@ var bodyTests = []subtest{
 	{"CommitExistThenReplace", testCommitExistThenReplace},
 	{"ListBodies", testListBodies},
 	{"DeleteBody", testDeleteBody},
-	{"ReadWritten", testReadWritten},
-}
-
-// testReadWritten: a writer that can read back what it was given
-// (driver.WrittenReader) returns exactly the bytes written so far, from
-// the first, before and after a create-only commit found the key taken.
-func testReadWritten(e *env) {
-	data := content(7, 700_000)
-	w, err := e.b.NewWriter(e.ctx)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer w.Abort()
-	wr, ok := w.(driver.WrittenReader)
-	if !ok {
-		e.t.Skip("the backend's writers cannot read back")
-	}
-	check := func(when string, want []byte) {
-		e.t.Helper()
-		r, err := wr.ReadWritten()
-		if err != nil {
-			e.t.Fatalf("%s: ReadWritten: %v", when, err)
-		}
-		if got, err := io.ReadAll(r); err != nil || !bytes.Equal(got, want) {
-			e.t.Fatalf("%s: read back %d bytes (%v), want %d", when, len(got), err, len(want))
-		}
-	}
-	check("empty", nil)
-	for _, cut := range []int{1, 300_000, len(data)} {
-		prev := 0
-		if cut > 1 {
-			prev = map[int]int{300_000: 1, len(data): 300_000}[cut]
-		}
-		if _, err := w.Write(data[prev:cut]); err != nil {
-			e.t.Fatal(err)
-		}
-		check(fmt.Sprintf("after %d bytes", cut), data[:cut])
-	}
-	key := e.put(data).Hex()
-	if err := w.Commit(e.ctx, key, false); !errors.Is(err, fs.ErrExist) {
-		e.t.Fatalf("create-only Commit over a stored body = %v, want fs.ErrExist", err)
-	}
-	check("after the commit found the key taken", data)
 }
 
 func testPutCreatedThenExisting(e *env) {

@@ -3,11 +3,7 @@ package memstore
 import (
 	"errors"
 	"io"
-
-	"github.com/hybridctx/hybridctx/workspace/driver"
 )
-
-var _ driver.WrittenReader = (*writer)(nil)
 
 // blocks holds a body as a list of byte blocks, so that a body written in
 // pieces is copied once: never moved while it grows, never joined.
@@ -89,11 +85,3 @@ func (r *blockReader) Read(p []byte) (int, error) {
 }
 
 func (r *blockReader) ReadAt(p []byte, off int64) (int, error) { return r.bs.readAt(p, off) }
-
-// ReadWritten implements driver.WrittenReader.
-func (w *writer) ReadWritten() (io.Reader, error) {
-	if w.done {
-		return nil, errors.New("memstore: read after end")
-	}
-	return &blockReader{bs: &w.buf}, nil
-}
