@@ -62,14 +62,17 @@ type Reader interface {
 }
 
 // RangeReader is an optional Reader capability: reading at an offset of the
-// same opened body (for example an open file descriptor), so a body verified
-// by a first pass can be served by a second pass without reopening it.
+// same opened body (for example an open file descriptor). Its reason is
+// correctness: a body verified by a first pass is served by a second pass
+// over the very bytes verified, where reopening it could serve a body
+// replaced in between.
 type RangeReader interface {
 	io.ReaderAt
 }
 
 // Restatter is an optional Reader capability: describing the opened body
-// again, so a caller can detect that it changed while it was being read.
+// again. Its reason is correctness: a caller detects that the body changed
+// while it was being read, instead of serving bytes it did not verify.
 type Restatter interface {
 	Restat() (Info, error)
 }
@@ -124,8 +127,9 @@ type Locker interface {
 }
 
 // Checker is an optional capability of a backend: reporting stored objects
-// whose access permissions are broader than private. Paths are relative to
-// the workspace root.
+// whose access permissions are broader than private, which would expose
+// one owner's tool results to other local users. Paths are relative to the
+// workspace root.
 type Checker interface {
 	UnsafePermissions(ctx context.Context) ([]string, error)
 }
@@ -135,7 +139,9 @@ type Checker interface {
 // where a caller may spool data it cannot hold in memory (the MCP proxy's
 // large messages). A file created there under a name starting with
 // TempPrefix that no process holds flock(2)ed is removed the next time the
-// backend is opened, so a spool left by a killed process does not stay.
+// backend is opened, so a spool left by a killed process does not stay:
+// its reason is that the spool of a tool result stays as private and as
+// bounded in time as the workspace that holds the result.
 type TempDirer interface {
 	TempDir() string
 }

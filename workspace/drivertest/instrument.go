@@ -85,7 +85,12 @@ func (c *counters) all() []*atomic.Int64 {
 
 // Instrumented wraps a body driver and a record driver, counting every call
 // and running the fault-injection Hooks. It implements driver.Bodies,
-// driver.Records and driver.Locker, and is safe for concurrent use.
+// driver.Records and driver.Locker, and is safe for concurrent use. It
+// keeps the readers' optional capabilities (driver.RangeReader,
+// driver.Restatter) and the Bodies' driver.Locker; the others
+// (driver.Checker, driver.TempDirer, driver.RecordExpirer,
+// driver.IntegrityChecker, driver.ReferenceScanner) are not forwarded, so
+// a Store over it takes its fallbacks for them.
 type Instrumented struct {
 	bodies  driver.Bodies
 	records driver.Records
