@@ -183,7 +183,6 @@ func (c *Classifier) scanJSON(p []byte) {
 		return
 	}
 	c.jsonOff = true
-	return
 }
 
 // checkUTF8 validates p as the continuation of the stream so far.

@@ -2,7 +2,6 @@ package drivertest
 
 import (
 	"context"
-	"io"
 	"iter"
 	"sync/atomic"
 	"time"
@@ -162,17 +161,6 @@ func (i *Instrumented) NewWriter(ctx context.Context) (driver.Writer, error) {
 		return nil, err
 	}
 	return &writer{i: i, w: w}, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // Open implements driver.Bodies. The reader keeps the wrapped reader's
