@@ -51,3 +51,28 @@ func TestLocks(t *testing.T) {
 		t.Fatalf("Lock under an ended context: %v", err)
 	}
 }
+
+// TestBackoff: the pauses double from PollMin up to PollMax, and a Wait
+// under an ended context returns its error.
+func TestBackoff(t *testing.T) {
+	var b Backoff
+	defer b.Stop()
+	var pauses []time.Duration
+	for range 7 {
+		if err := b.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		pauses = append(pauses, b.pause)
+	}
+	want := []time.Duration{PollMin, 2 * PollMin, 4 * PollMin, 8 * PollMin, 16 * PollMin, PollMax, PollMax}
+	for i := range want {
+		if pauses[i] != want[i] {
+			t.Fatalf("pauses %v, want %v", pauses, want)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := b.Wait(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Wait under an ended context: %v", err)
+	}
+}
