@@ -254,27 +254,40 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // List yields every body in digest order, fetching a page at a time so that
 // no connection is held while the caller works.
 func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
-	return func(yield func(driver.Info, error) bool) {
-		if err := s.checkBodies(ctx); err != nil {
-			yield(driver.Info{}, err)
+	return paged(func() error { return s.checkBodies(ctx) }, []byte{}, func(after []byte) ([]driver.Info, error) {
+		return s.bodyPage(ctx, after)
+	}, func(last driver.Info) []byte {
+		after, _ := decodeKey(last.Key)
+		return after
+	})
+}
+
+// paged yields the items of the pages page fetches, the first after start
+// and each next one after the cursor next gives for the last item of the
+// page before, until a page shorter than listPage. The error of check,
+// run first, is yielded alone: the listing could not start.
+func paged[T, C any](check func() error, start C, page func(after C) ([]T, error), next func(last T) C) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if err := check(); err != nil {
+			yield(zero, err)
 			return
 		}
-		after := []byte{}
-		for {
-			page, err := s.bodyPage(ctx, after)
+		for after := start; ; {
+			items, err := page(after)
 			if err != nil {
-				yield(driver.Info{}, err)
+				yield(zero, err)
 				return
 			}
-			for _, info := range page {
-				if !yield(info, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if len(page) < listPage {
+			if len(items) < listPage {
 				return
 			}
-			after, _ = decodeKey(page[len(page)-1].Key)
+			after = next(items[len(items)-1])
 		}
 	}
 }
