@@ -11,9 +11,10 @@ import (
 // b reaches the backend only when Commit or Attach needs it, so that a body
 // the workspace already holds costs no write. When opts has an observer
 // (for example a classifier) it sees b once, on a goroutine of its own
-// while b is hashed, so the two cost the time of the slower one; for a
-// body of a MiB or more that halves the time of an offload on two cores
-// (see BENCHMARKS.md, "Simplified").
+// while b is hashed, so that on a machine with a core to spare the two
+// cost the time of the slower one rather than their sum; IngestBytes
+// returns once both have ended. The caller decides which bodies are worth
+// the hand-off (the offloader: large ones, see docs/offload.md).
 //
 // b is not copied: it must not change until the Pending is ended.
 func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {
