@@ -9,6 +9,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 )
 
 func TestRecoveryCanceledAfterWrite(t *testing.T) {
@@ -141,7 +142,7 @@ func TestReplacedCorruptBody(t *testing.T) {
 	e := newEnv(t, 4)
 	body := strings.Repeat("heal me ", 10)
 	first := mustOffload(t, e.off, e.ctx, body)
-	if !e.mem.Tamper(first.Ref.Hex(), []byte(strings.Repeat("X", len(body)))) {
+	if !drivertest.Overwrite(e.mem, first.Ref.Hex(), []byte(strings.Repeat("X", len(body)))) {
 		t.Fatal("tamper failed")
 	}
 	// A new owner repairing it only sees threshold_exceeded.
@@ -153,7 +154,7 @@ func TestReplacedCorruptBody(t *testing.T) {
 	}
 	// The owner's own record with a corrupt body: exactly one of several
 	// concurrent calls reports replaced_corrupt_body.
-	e.mem.Tamper(first.Ref.Hex(), []byte("short"))
+	drivertest.Overwrite(e.mem, first.Ref.Hex(), []byte("short"))
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	got := map[hybridctx.Reason]int{}

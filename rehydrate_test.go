@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 )
 
 func stored(t *testing.T, e *env, body string) artifact.Ref {
@@ -133,7 +134,7 @@ func TestRehydrateUnauthorizedIsIndistinguishable(t *testing.T) {
 func TestRehydrateMissingAndStale(t *testing.T) {
 	e := newEnv(t, 4)
 	ref := stored(t, e, "a body that will be damaged")
-	if !e.mem.Tamper(ref.Hex(), []byte("a body that will be DAMAGED")) {
+	if !drivertest.Overwrite(e.mem, ref.Hex(), []byte("a body that will be DAMAGED")) {
 		t.Fatal("tamper")
 	}
 	e.inst.Reset()
@@ -148,7 +149,7 @@ func TestRehydrateMissingAndStale(t *testing.T) {
 		t.Fatalf("RehydrateTo stale: %v %v %d bytes written", err, rt, buf.Len())
 	}
 	// A stored size that differs from the record is stale too, before reading.
-	e.mem.Tamper(ref.Hex(), []byte("short"))
+	drivertest.Overwrite(e.mem, ref.Hex(), []byte("short"))
 	e.inst.Reset()
 	rh = mustRehydrate(t, e.reh, e.ctx, hybridctx.Request{Reference: ref.String(), Budget: 100})
 	expect(t, rh.Outcome(), rh.Reason(), hybridctx.Stale, hybridctx.DigestMismatch)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 )
 
 // viewCall runs one view over ref with a budget.
@@ -96,7 +97,7 @@ func TestViewsOutcomes(t *testing.T) {
 			}
 
 			// Tampered: stale, nothing released.
-			if !e.mem.Tamper(ref.Hex(), []byte(strings.ToUpper(viewBody))) {
+			if !drivertest.Overwrite(e.mem, ref.Hex(), []byte(strings.ToUpper(viewBody))) {
 				t.Fatal("tamper")
 			}
 			rh = call(ref.String(), 4096)

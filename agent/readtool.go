@@ -13,8 +13,8 @@ import (
 // the window the notice suggests.
 const DefaultBudgetCap = readtools.DefaultBudgetCap
 
-// The read tools' definitions live in package readtools; these names keep
-// the agent package's API.
+// The read tools' definitions live in package readtools; these errors are
+// its own values, named here for the hosts that only import agent.
 var (
 	// ErrInvalidArguments wraps every complaint about a read tool call's
 	// arguments; its text is meant for the model.
@@ -23,18 +23,7 @@ var (
 	// failed without a decision (a storage error). The error's text is
 	// categorical; errors.Is and errors.As still reach the cause.
 	ErrReadFailed = readtools.ErrReadFailed
-	// ErrNilRehydrator is returned by NewReadTool for a nil Rehydrator.
-	ErrNilRehydrator = readtools.ErrNilRehydrator
 )
-
-// MaxReadArgsBytes bounds the JSON arguments of one read tool call.
-const MaxReadArgsBytes = readtools.MaxArgsBytes
-
-// ReadArgs are the decoded arguments of read_artifact.
-type ReadArgs = readtools.ReadArgs
-
-// ParseReadArgs decodes read_artifact arguments (see readtools.ParseReadArgs).
-func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) { return readtools.ParseReadArgs(raw) }
 
 // ErrReadRefused is wrapped by every *ReadError.
 var ErrReadRefused = errors.New("read_artifact refused")
@@ -82,7 +71,8 @@ type ReadTools struct {
 }
 
 // NewReadTools returns the read tools over reh. Bad or clashing names or a
-// negative cap are errors wrapping hybridctx.ErrInvalidPolicy.
+// negative cap are errors wrapping hybridctx.ErrInvalidPolicy; a nil reh
+// is readtools.ErrNilRehydrator.
 func NewReadTools(reh *hybridctx.Rehydrator, opts *ReadToolOptions) (*ReadTools, error) {
 	var o readtools.Options
 	if opts != nil {
@@ -130,13 +120,6 @@ func (t *ReadTool) Name() string { return t.set.Tool(t.kind).Name }
 
 // BudgetCap returns the host's cap on every call.
 func (t *ReadTool) BudgetCap() int64 { return t.set.BudgetCap() }
-
-// ReadToolSchema returns the JSON schema of read_artifact's arguments under
-// the default cap.
-func ReadToolSchema() json.RawMessage {
-	tools, _ := readtools.Describe(nil)
-	return tools[0].InputSchema
-}
 
 // Spec returns the tool's spec for the model.
 func (t *ReadTool) Spec() ToolSpec {

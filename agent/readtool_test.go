@@ -10,6 +10,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/readtools"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
@@ -195,7 +196,7 @@ func TestReadStorageFailureIsCategorical(t *testing.T) {
 
 func TestNewReadTool(t *testing.T) {
 	e := newEnv(t, 16, 0)
-	if _, err := agent.NewReadTool(nil, nil); !errors.Is(err, agent.ErrNilRehydrator) {
+	if _, err := agent.NewReadTool(nil, nil); !errors.Is(err, readtools.ErrNilRehydrator) {
 		t.Fatal(err)
 	}
 	for _, o := range []agent.ReadToolOptions{{Name: "read artifact"}, {Name: strings.Repeat("r", 65)}, {BudgetCap: -1}} {
@@ -213,7 +214,7 @@ func TestNewReadTool(t *testing.T) {
 		Properties map[string]json.RawMessage `json:"properties"`
 		Additional bool                       `json:"additionalProperties"`
 	}
-	if err := json.Unmarshal(agent.ReadToolSchema(), &schema); err != nil {
+	if err := json.Unmarshal(rt.Spec().Parameters, &schema); err != nil {
 		t.Fatal(err)
 	}
 	if schema.Type != "object" || len(schema.Required) != 1 || schema.Required[0] != "reference" || len(schema.Properties) != 6 || schema.Additional {

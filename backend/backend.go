@@ -34,6 +34,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
 	"github.com/hybridctx/hybridctx/workspace/dirstore"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 	"github.com/hybridctx/hybridctx/workspace/pgstore"
 )
@@ -74,17 +75,27 @@ type Options struct {
 // Open opens the workspace named by u: a directory path, a file:// URL
 // with an absolute path and no host, mem://, postgres:// or s3://.
 func Open(ctx context.Context, u string, opts *Options) (*workspace.Store, error) {
+	b, r, err := openDrivers(ctx, u, opts)
+	if err != nil {
+		return nil, err
+	}
+	return workspace.New(b, r), nil
+}
+
+// openDrivers opens the body and record drivers of the workspace named by
+// u, as Open describes; they are one value except for s3://.
+func openDrivers(ctx context.Context, u string, opts *Options) (driver.Bodies, driver.Records, error) {
 	if opts == nil {
 		opts = &Options{}
 	}
 	kind, dir, err := Parse(u)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	switch kind {
 	case "mem":
 		m := memstore.New()
-		return workspace.New(m, m), nil
+		return m, m, nil
 	case "dir":
 		var do dirstore.Options
 		if opts.Dir != nil {
@@ -93,15 +104,15 @@ func Open(ctx context.Context, u string, opts *Options) (*workspace.Store, error
 		do.MustExist = do.MustExist || opts.MustExist
 		d, err := dirstore.Open(ctx, dir, &do)
 		if err != nil {
-			return nil, fmt.Errorf("open directory workspace: %w", err)
+			return nil, nil, fmt.Errorf("open directory workspace: %w", err)
 		}
-		return workspace.New(d, d), nil
+		return d, d, nil
 	case "postgres":
 		return openPostgres(ctx, u, opts)
 	case "s3":
 		return openS3(ctx, u, opts)
 	}
-	return nil, fmt.Errorf("%w: %s://", ErrUnavailable, kind)
+	return nil, nil, fmt.Errorf("%w: %s://", ErrUnavailable, kind)
 }
 
 func pgOptions(opts *Options, mode pgstore.BodyMode) *pgstore.Options {
@@ -128,31 +139,31 @@ func badURL(err error) error {
 	return err
 }
 
-func openPostgres(ctx context.Context, u string, opts *Options) (*workspace.Store, error) {
+func openPostgres(ctx context.Context, u string, opts *Options) (driver.Bodies, driver.Records, error) {
 	pg, err := pgstore.Open(ctx, u, pgOptions(opts, pgstore.BodiesHere))
 	if err != nil {
-		return nil, fmt.Errorf("open postgres workspace: %w", badURL(err))
+		return nil, nil, fmt.Errorf("open postgres workspace: %w", badURL(err))
 	}
 	if _, err := pg.SweepUploads(ctx, uploadMaxAge(opts)); err != nil {
 		pg.Close()
-		return nil, fmt.Errorf("open postgres workspace: %w", err)
+		return nil, nil, fmt.Errorf("open postgres workspace: %w", err)
 	}
-	return workspace.New(pg, pg), nil
+	return pg, pg, nil
 }
 
-func openS3(ctx context.Context, u string, opts *Options) (*workspace.Store, error) {
+func openS3(ctx context.Context, u string, opts *Options) (driver.Bodies, driver.Records, error) {
 	bucketURL, indexURL, err := splitIndex(u)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	bucket, err := blobstore.OpenBucketWith(ctx, bucketURL, &blobstore.BucketOptions{Logger: opts.Logger})
 	if err != nil {
-		return nil, fmt.Errorf("open s3 workspace: %w", badURL(err))
+		return nil, nil, fmt.Errorf("open s3 workspace: %w", badURL(err))
 	}
 	idx, err := pgstore.Open(ctx, indexURL, pgOptions(opts, pgstore.BodiesElsewhere))
 	if err != nil {
 		bucket.Close()
-		return nil, fmt.Errorf("open s3 workspace index: %w", badURL(err))
+		return nil, nil, fmt.Errorf("open s3 workspace index: %w", badURL(err))
 	}
 	var bo blobstore.Options
 	if opts.Blob != nil {
@@ -163,7 +174,7 @@ func openS3(ctx context.Context, u string, opts *Options) (*workspace.Store, err
 	if err != nil {
 		bucket.Close()
 		idx.Close()
-		return nil, fmt.Errorf("open s3 workspace: %w", err)
+		return nil, nil, fmt.Errorf("open s3 workspace: %w", err)
 	}
 	age := uploadMaxAge(opts)
 	_, err1 := bodies.SweepUploads(ctx, age)
@@ -171,9 +182,9 @@ func openS3(ctx context.Context, u string, opts *Options) (*workspace.Store, err
 	if err := errors.Join(err1, err2); err != nil {
 		bodies.Close()
 		idx.Close()
-		return nil, fmt.Errorf("open s3 workspace: %w", err)
+		return nil, nil, fmt.Errorf("open s3 workspace: %w", err)
 	}
-	return workspace.New(bodies, idx), nil
+	return bodies, idx, nil
 }
 
 // splitIndex separates the index parameter of an s3:// URL from the bucket

@@ -187,28 +187,30 @@ func roundTrip(t *testing.T, s *workspace.Store) {
 func TestOpenDistributed(t *testing.T) {
 	ctx := context.Background()
 	t.Run("postgres", func(t *testing.T) {
-		s, err := backend.Open(ctx, pgtest.NewSchema(t), nil)
+		b, r, err := backend.OpenDrivers(ctx, pgtest.NewSchema(t), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
+		s := workspace.New(b, r)
 		defer s.Close()
-		if _, ok := s.Bodies().(*pgstore.Store); !ok {
-			t.Fatalf("bodies are %T", s.Bodies())
+		if _, ok := b.(*pgstore.Store); !ok {
+			t.Fatalf("bodies are %T", b)
 		}
 		roundTrip(t, s)
 	})
 	t.Run("s3", func(t *testing.T) {
 		u := s3URL(blobtest.NewPrefix(t), pgtest.NewSchema(t))
-		s, err := backend.Open(ctx, u, &backend.Options{Blob: &blobstore.Options{SpoolBytes: 100}})
+		b, r, err := backend.OpenDrivers(ctx, u, &backend.Options{Blob: &blobstore.Options{SpoolBytes: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		s := workspace.New(b, r)
 		defer s.Close()
-		if _, ok := s.Bodies().(*blobstore.Store); !ok {
-			t.Fatalf("bodies are %T", s.Bodies())
+		if _, ok := b.(*blobstore.Store); !ok {
+			t.Fatalf("bodies are %T", b)
 		}
-		if idx, ok := s.Records().(*pgstore.Store); !ok || idx.Mode() != pgstore.BodiesElsewhere {
-			t.Fatalf("records are %T", s.Records())
+		if idx, ok := r.(*pgstore.Store); !ok || idx.Mode() != pgstore.BodiesElsewhere {
+			t.Fatalf("records are %T", r)
 		}
 		roundTrip(t, s)
 	})

@@ -277,16 +277,17 @@ func TestWorkers(t *testing.T) {
 		t.Run(d.name, func(t *testing.T) {
 			dir := t.TempDir()
 			ctx := context.Background()
-			store, err := backend.Open(ctx, d.url, nil)
+			bodies, records, err := backend.OpenDrivers(ctx, d.url, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
+			store := workspace.New(bodies, records)
 			defer store.Close()
 
 			t.Run("SameContentAtOnce", func(t *testing.T) { sameContentAtOnce(t, d, store, dir) })
 			refs, want := handoff(t, d, dir)
 			t.Run("StaleAndVerify", func(t *testing.T) { staleAndVerify(t, d, dir, refs, want) })
-			t.Run("KilledMidWrite", func(t *testing.T) { killedMidWrite(t, d, store, dir) })
+			t.Run("KilledMidWrite", func(t *testing.T) { killedMidWrite(t, d, store, bodies, dir) })
 		})
 	}
 }
@@ -417,7 +418,7 @@ func staleAndVerify(t *testing.T, d distributed, dir string, refs []string, want
 
 // killedMidWrite kills a worker while it streams a body: no record may point
 // at a missing body, and the leftovers are swept.
-func killedMidWrite(t *testing.T, d distributed, store *workspace.Store, dir string) {
+func killedMidWrite(t *testing.T, d distributed, store *workspace.Store, bodies driver.Bodies, dir string) {
 	p := payload{Seed: 20, Size: 14 * mib}
 	w := start(t, dir, job{Role: "hang", URL: d.url, Owner: owner("killed"), Payloads: []payload{p}, Name: "D"})[0]
 	mid := filepath.Join(dir, "D.mid")
@@ -457,7 +458,7 @@ func killedMidWrite(t *testing.T, d distributed, store *workspace.Store, dir str
 		}
 	}
 	if d.name == "postgres" {
-		pg := store.Bodies().(*pgstore.Store)
+		pg := bodies.(*pgstore.Store)
 		if k, err := pg.SweepUploads(ctx, 0); err != nil || k != 1 {
 			t.Fatalf("SweepUploads after the kill = %d, %v; want the dead writer's upload", k, err)
 		}

@@ -8,7 +8,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"sync"
 	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
@@ -66,7 +65,6 @@ type Pending struct {
 	hasHex bool
 	size   int64
 	done   bool
-	aside  *aside // IngestBytes: the body's copy ahead, until taken or dropped
 }
 
 // key returns the driver key of p's body (its digest in hex). It is
@@ -109,10 +107,6 @@ func (p *Pending) Discard() {
 		p.done = true
 		if p.w != nil {
 			_ = p.w.Abort()
-		}
-		if p.aside != nil {
-			p.aside.drop()
-			p.aside = nil
 		}
 		p.b, p.mem = nil, nil
 	}
@@ -282,39 +276,20 @@ func (s *Store) VerifyBody(ctx context.Context, ref artifact.Ref, size int64) er
 // verifyStored checks the stored body of p's digest as VerifyBody does. When
 // p's bytes are in memory they already hash to the digest, so the stored
 // body verifies exactly when it equals them: it is compared with them
-// (in place when the backend can, driver.Comparer; else one read, no
-// hash). A streamed body is compared with the bytes written for it: in
-// place when the driver's writer can (driver.WrittenComparer), else read
-// back (driver.WrittenReader); it is hashed again only when neither can.
+// (one read, no hash). A streamed body's stored twin is hashed again.
 func (p *Pending) verifyStored(ctx context.Context) error {
-	wr, reread := p.w.(driver.WrittenReader)
-	wc, inPlace := p.w.(driver.WrittenComparer)
-	if p.mem == nil && !reread && !inPlace {
+	if p.mem == nil {
 		return p.s.VerifyBody(ctx, p.ref, p.size)
 	}
-	s, ref := p.s, p.ref
-	if err := s.check(ctx, ref); err != nil {
-		return wrap("verify", ref, err)
+	if err := p.s.check(ctx, p.ref); err != nil {
+		return wrap("verify", p.ref, err)
 	}
-	var eq bool
-	var err error
-	switch {
-	case p.mem != nil && s.comparer != nil:
-		eq, err = s.comparer.EqualBody(ctx, p.key(), p.mem)
-	case p.mem == nil && inPlace:
-		eq, err = wc.EqualWritten(ctx, p.key())
-	default:
-		return wrap("verify", ref, p.readCompare(ctx, wr))
-	}
-	if err == nil && !eq {
-		err = ErrCorrupt
-	}
-	return wrap("verify", ref, err)
+	return wrap("verify", p.ref, p.readCompare(ctx))
 }
 
 // readCompare opens the stored body of p's digest and compares it with
-// p's bytes in memory, or else with the bytes wr read back.
-func (p *Pending) readCompare(ctx context.Context, wr driver.WrittenReader) error {
+// p's bytes in memory.
+func (p *Pending) readCompare(ctx context.Context) error {
 	// The reader describes the body it was opened on: a size that differs
 	// is caught here, before reading, without a stat of its own.
 	r, err := p.s.bodies.Open(ctx, p.key())
@@ -325,54 +300,8 @@ func (p *Pending) readCompare(ctx context.Context, wr driver.WrittenReader) erro
 	if r.Info().Size != p.size {
 		return ErrCorrupt
 	}
-	if p.mem == nil {
-		return equalWritten(ctx, r, wr, p.size)
-	}
 	return equalCheck(ctx, r, p.mem)
 }
-
-// equalWritten reads at most size+1 bytes of r and checks that they are
-// exactly the size bytes written to wr. A failure to read wr's own bytes
-// is a storage error, not a corrupt body. Besides the pipeline's chunks it
-// holds one piece of comparePiece bytes, so a streamed body's memory bound
-// stays what Ingest states, plus that piece.
-func equalWritten(ctx context.Context, r io.Reader, wr driver.WrittenReader, size int64) error {
-	mine, err := wr.ReadWritten()
-	if err != nil {
-		return err
-	}
-	bp := piecePool.Get().(*[]byte)
-	defer piecePool.Put(bp)
-	n, rerr, cerr := pump(ctx, r, size+1, func(off int64, b []byte) error {
-		if off+int64(len(b)) > size {
-			return ErrCorrupt
-		}
-		for len(b) > 0 {
-			want := (*bp)[:min(len(b), comparePiece)]
-			if _, err := io.ReadFull(mine, want); err != nil {
-				return err
-			}
-			if !bytes.Equal(b[:len(want)], want) {
-				return ErrCorrupt
-			}
-			b = b[len(want):]
-		}
-		return nil
-	})
-	if err := cmpOr(rerr, cerr); err != nil {
-		return err
-	}
-	if n != size {
-		return ErrCorrupt
-	}
-	return nil
-}
-
-// comparePiece is the size of the pieces in which equalWritten reads back
-// a writer's bytes.
-const comparePiece = 64 << 10
-
-var piecePool = sync.Pool{New: func() any { b := make([]byte, comparePiece); return &b }}
 
 // equalCheck reads at most len(want)+1 bytes of r and checks that they are
 // exactly want.

@@ -39,7 +39,7 @@ func TestErrorIsTyped(t *testing.T) {
 	_, statErr := s.StatBody(ctx, absent)
 	_, rangeErr := s.ReadVerified(ctx, ref, size, size, 1)
 	_, _, _, bigErr := drivertest.Put(ctx, s, bytes.NewReader(bodyOf(1, 100)), &workspace.IngestOptions{MaxBytes: 10})
-	m.Tamper(ref.Hex(), bytes.ToUpper(data))
+	drivertest.Overwrite(m, ref.Hex(), bytes.ToUpper(data))
 	corruptErr := s.VerifyBody(ctx, ref, size)
 	_, readCorruptErr := s.ReadVerified(ctx, ref, size, 0, size)
 	_, recErr := s.GetRecord(ctx, validOwner, absent)

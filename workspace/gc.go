@@ -215,30 +215,46 @@ func (s *Store) expireRecords(ctx context.Context, cutoff time.Time, dryRun bool
 // recordCutoff (zero: none) do not count as references.
 func (s *Store) gcCandidates(ctx context.Context, bodyCutoff, recordCutoff time.Time, rep *GCReport) ([]driver.Info, error) {
 	var out []driver.Info
-	for info, err := range s.ListBodies(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		ref, err := artifact.ParseDigest(info.Key)
-		if err != nil {
-			continue // not a body name
-		}
+	err := s.eachBody(ctx, func(info driver.Info, ref artifact.Ref) error {
 		rep.BodiesScanned++
 		if !info.ModTime.Before(bodyCutoff) {
 			rep.BodiesRecent++
-			continue
+			return nil
 		}
 		used, err := s.referenced(ctx, ref, recordCutoff)
-		if err != nil {
-			return nil, err
-		}
-		if used {
+		switch {
+		case err != nil:
+			return err
+		case used:
 			rep.BodiesReferenced++
-			continue
+		default:
+			out = append(out, info)
 		}
-		out = append(out, info)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
+}
+
+// eachBody calls f for every stored body with its reference, passing over
+// the names that are not a digest (not a body). It stops at the first
+// error of the listing or of f.
+func (s *Store) eachBody(ctx context.Context, f func(driver.Info, artifact.Ref) error) error {
+	for info, err := range s.ListBodies(ctx) {
+		if err != nil {
+			return err
+		}
+		ref, err := artifact.ParseDigest(info.Key)
+		if err != nil {
+			continue
+		}
+		if err := f(info, ref); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // referenced reports whether a record last used at or after cutoff points

@@ -106,8 +106,8 @@ func TestScrubReportsAndRepairs(t *testing.T) {
 	mustPut(t, s, bodyOf(3, 100))
 	orphan := mustPut(t, s, bodyOf(4, 100))
 	gone := offloadAs(t, s, ownerB, bodyOf(5, 100))
-	m.Tamper(rotten.Hex(), bodyOf(9, 100))
-	m.Tamper(refuse.Hex(), bodyOf(8, 100))
+	drivertest.Overwrite(m, rotten.Hex(), bodyOf(9, 100))
+	drivertest.Overwrite(m, refuse.Hex(), bodyOf(8, 100))
 	if err := s.DeleteBody(ctx, gone); err != nil {
 		t.Fatal(err)
 	}

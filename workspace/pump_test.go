@@ -101,7 +101,7 @@ func TestPipelinedCorruptionIsCaught(t *testing.T) {
 		ref := mustPut(t, s, data)
 		bad := bytes.Clone(data)
 		bad[at] ^= 1
-		m.Tamper(ref.Hex(), bad)
+		drivertest.Overwrite(m, ref.Hex(), bad)
 		if b, err := s.ReadVerified(ctx, ref, int64(len(data)), 0, 10); b != nil || !errors.Is(err, workspace.ErrCorrupt) {
 			t.Errorf("flip at %d: ReadVerified = %d bytes, %v", at, len(b), err)
 		}
@@ -328,7 +328,7 @@ func TestCopyVerifiedVersionedDetectsChangeDuringCopy(t *testing.T) {
 	h := &drivertest.Hooks{Stat: func(context.Context, string) error {
 		if opens.Load() == 2 && !changed.Load() {
 			changed.Store(true)
-			m.Tamper(ref.Hex(), data)
+			drivertest.Overwrite(m, ref.Hex(), data)
 		}
 		return nil
 	}, Open: func(context.Context, string) error { opens.Add(1); return nil }}

@@ -44,7 +44,7 @@ func TestCopyVerifiedWritesNothingWhenCorrupt(t *testing.T) {
 		for _, at := range []int{0, 300_000, len(data) - 1} {
 			bad := bytes.Clone(data)
 			bad[at] ^= 0x80
-			m.Tamper(ref.Hex(), bad)
+			drivertest.Overwrite(m, ref.Hex(), bad)
 			var out bytes.Buffer
 			n, err := s.CopyVerified(ctx, ref, size, 1000, 100, &out)
 			if !errors.Is(err, workspace.ErrCorrupt) || n != 0 || out.Len() != 0 {
@@ -52,7 +52,7 @@ func TestCopyVerifiedWritesNothingWhenCorrupt(t *testing.T) {
 			}
 		}
 		in.Reset()
-		m.Tamper(ref.Hex(), data)
+		drivertest.Overwrite(m, ref.Hex(), data)
 		var out bytes.Buffer
 		if n, err := s.CopyVerified(ctx, ref, size, 1000, 100, &out); err != nil || n != 100 || !bytes.Equal(out.Bytes(), data[1000:1100]) {
 			t.Fatalf("%s: CopyVerified of the restored body = %d, %v", f.name, n, err)
@@ -73,7 +73,7 @@ func changeOnSecondOpen(m *memstore.Store, key string, repl []byte) *drivertest.
 	var opens atomic.Int32
 	return &drivertest.Hooks{Open: func(_ context.Context, k string) error {
 		if k == key && opens.Add(1) == 2 {
-			m.Tamper(k, repl)
+			drivertest.Overwrite(m, k, repl)
 		}
 		return nil
 	}}
@@ -183,7 +183,7 @@ func TestReadVerifiedNeedsTheWholeBody(t *testing.T) {
 	// A flip after the range is still caught, and nothing is returned.
 	bad := bytes.Clone(data)
 	bad[len(bad)-1] ^= 1
-	m.Tamper(ref.Hex(), bad)
+	drivertest.Overwrite(m, ref.Hex(), bad)
 	if b, err := s.ReadVerified(ctx, ref, size, 0, 1); b != nil || !errors.Is(err, workspace.ErrCorrupt) {
 		t.Fatalf("ReadVerified of a range before a flipped byte = %d bytes, %v", len(b), err)
 	}

@@ -3,15 +3,12 @@ package workspace_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
-	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
@@ -26,8 +23,8 @@ func flipBit(data []byte, i int) []byte {
 // TestReuseComparesInsteadOfHashing: attaching bytes the workspace already
 // holds verifies the stored body by comparing it with them (they already
 // hash to the digest), so a reuse reads the body once and hashes none of
-// it; a body passed as a stream is compared with the bytes written for it,
-// read back or in place.
+// it; a body passed as a stream is not kept, and its stored twin is
+// hashed again.
 func TestReuseComparesInsteadOfHashing(t *testing.T) {
 	ctx := context.Background()
 	data := bodyOf(41, 3<<20)
@@ -53,85 +50,39 @@ func TestReuseComparesInsteadOfHashing(t *testing.T) {
 			t.Errorf("%s: reuse read %d bytes and opened %d writers; want %d and 0", owner, n.BytesRead, n.NewWriters, len(data))
 		}
 	}
-	// The streamed form cannot keep its bytes in memory, but the driver's
-	// writer reads back what it was given: compared, not hashed.
+	// The streamed form cannot keep its bytes in memory: the stored body
+	// is hashed again, read once.
 	before := s.VerifyHashedBytes()
 	in.Reset()
 	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
 	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
 		t.Fatalf("streamed Attach = %v, %v", c, err)
 	}
-	if h := s.VerifyHashedBytes() - before; h != 0 {
-		t.Errorf("streamed reuse hashed %d stored bytes, want 0", h)
+	if h := s.VerifyHashedBytes() - before; h != int64(len(data)) {
+		t.Errorf("streamed reuse hashed %d stored bytes, want %d", h, len(data))
 	}
-	if n := in.Counts(); n.BytesRead != 2*int64(len(data)) {
-		t.Errorf("streamed reuse read %d bytes, want %d (the stored body and the written one)", n.BytesRead, 2*len(data))
-	}
-	// A writer that compares in place (memstore's): no reader is opened.
-	opens := &countOpens{Store: memstore.New()}
-	s3 := workspace.New(opens, opens.Store)
-	for _, want := range []workspace.AttachCase{workspace.AttachCreated, workspace.AttachExisting} {
-		if c, err := drivertest.AttachData(ctx, s3, ownerA, data, true, at); c != want || err != nil {
-			t.Fatalf("streamed Attach = %v, %v; want %v", c, err, want)
-		}
-	}
-	if opens.n != 0 || s3.VerifyHashedBytes() != 0 {
-		t.Errorf("streamed reuse compared in place opened %d readers and hashed %d stored bytes; want 0 and 0", opens.n, s3.VerifyHashedBytes())
-	}
-	// A writer that cannot read back: the stored body is hashed again.
-	m := memstore.New()
-	s2 := workspace.New(noReadBack{m}, m)
-	if c, err := drivertest.AttachData(ctx, s2, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
-		t.Fatalf("first streamed Attach = %v, %v", c, err)
-	}
-	if c, err := drivertest.AttachData(ctx, s2, ownerA, data, true, at); c != workspace.AttachExisting || err != nil {
-		t.Fatalf("streamed Attach = %v, %v", c, err)
-	}
-	if h := s2.VerifyHashedBytes(); h != int64(len(data)) {
-		t.Errorf("streamed reuse without read-back hashed %d stored bytes, want %d", h, len(data))
+	if n := in.Counts(); n.BytesRead != int64(len(data)) {
+		t.Errorf("streamed reuse read %d bytes, want %d", n.BytesRead, len(data))
 	}
 }
 
-// noReadBack is a memstore whose writers hide driver.WrittenReader and
-// driver.WrittenComparer.
-type noReadBack struct{ *memstore.Store }
-
-func (n noReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
-	w, err := n.Store.NewWriter(ctx)
-	return struct{ driver.Writer }{w}, err
-}
-
-// countOpens is a memstore that counts the readers opened on it.
-type countOpens struct {
-	*memstore.Store
-	n int
-}
-
-func (c *countOpens) Open(ctx context.Context, key string) (driver.Reader, error) {
-	c.n++
-	return c.Store.Open(ctx, key)
-}
-
-// TestStreamedSameSizeCorruptionIsReplaced: a streamed reuse compares the
-// stored body with the bytes it wrote, so a stored body of the right size
-// that differs in one bit, anywhere, is found corrupt and replaced; so is
-// one a byte short or long. Both ways of comparing are checked: reading
-// the written bytes back (the instrumented driver's writers are only
-// driver.WrittenReaders) and comparing them in place (memstore's writers
-// are driver.WrittenComparers).
+// TestStreamedSameSizeCorruptionIsReplaced: a streamed reuse hashes the
+// stored body again, so a stored body of the right size that differs in
+// one bit, anywhere, is found corrupt and replaced; so is
+// one a byte short or long, through the instrumented driver and on
+// memstore itself.
 func TestStreamedSameSizeCorruptionIsReplaced(t *testing.T) {
 	bothWays(t, streamedCorruption)
 }
 
-// bothWays runs check on a Store that compares by reading (through the
-// instrumented driver, which hides the in-place capabilities) and on one
-// that compares in place (memstore).
+// bothWays runs check on a Store over the instrumented driver and on one
+// over memstore itself.
 func bothWays(t *testing.T, check func(*testing.T, *workspace.Store, *memstore.Store)) {
-	t.Run("read", func(t *testing.T) {
+	t.Run("instrumented", func(t *testing.T) {
 		s, _, m := instrumented(nil)
 		check(t, s, m)
 	})
-	t.Run("in place", func(t *testing.T) {
+	t.Run("memstore", func(t *testing.T) {
 		m := memstore.New()
 		check(t, workspace.New(m, m), m)
 	})
@@ -150,13 +101,9 @@ func streamedCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 		damaged[fmt.Sprintf("bit %d", at)] = flipBit(data, at)
 	}
 	for name, bad := range damaged {
-		m.Tamper(ref.Hex(), bad)
-		before := s.VerifyHashedBytes()
+		drivertest.Overwrite(m, ref.Hex(), bad)
 		if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, time.Now()); c != workspace.AttachReplaced || err != nil {
 			t.Errorf("%s: Attach = %v, %v; want replaced", name, c, err)
-		}
-		if h := s.VerifyHashedBytes() - before; h != 0 {
-			t.Errorf("%s: the repair hashed %d stored bytes, want 0", name, h)
 		}
 		if err := s.VerifyBody(ctx, ref, int64(len(data))); err != nil {
 			t.Errorf("%s: body after the repair: %v", name, err)
@@ -170,9 +117,7 @@ func streamedCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 // TestSameSizeCorruptionIsReplaced: a stored body of the right size that
 // differs from the incoming bytes in a single bit, anywhere, is found
 // corrupt by the comparison and replaced; so is one a byte short or long.
-// Both ways of comparing are checked: reading the stored body (a backend
-// seen through the instrumented driver, which hides driver.Comparer) and
-// comparing it in place (memstore, a driver.Comparer).
+// Checked through the instrumented driver and on memstore itself.
 func TestSameSizeCorruptionIsReplaced(t *testing.T) {
 	bothWays(t, sameSizeCorruption)
 }
@@ -194,7 +139,7 @@ func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 		"second body": bodyOf(43, len(data)),
 	}
 	for name, bad := range damaged {
-		if !m.Tamper(ref.Hex(), bad) {
+		if !drivertest.Overwrite(m, ref.Hex(), bad) {
 			t.Fatalf("%s: Tamper failed", name)
 		}
 		if c, err := attachOf(ctx, s, ownerA, data); c != workspace.AttachReplaced || err != nil {
@@ -204,7 +149,7 @@ func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 			t.Errorf("%s: body after the repair: %v", name, err)
 		}
 		// A new owner repairs it too, without learning it was there.
-		m.Tamper(ref.Hex(), bad)
+		drivertest.Overwrite(m, ref.Hex(), bad)
 		newOwner := artifact.Owner{User: "n", Workflow: "wf", Session: name}
 		if c, err := attachOf(ctx, s, newOwner, data); c != workspace.AttachCreated || err != nil {
 			t.Errorf("%s, new owner: Attach = %v, %v; want created", name, c, err)
@@ -220,96 +165,5 @@ func sameSizeCorruption(t *testing.T, s *workspace.Store, m *memstore.Store) {
 	}
 	if h := s.VerifyHashedBytes() - before; h != 0 {
 		t.Errorf("intact body: the reuse hashed %d stored bytes, want 0", h)
-	}
-}
-
-// growBodies wraps a memstore's bodies, recording the room its writers are
-// asked to reserve.
-type growBodies struct {
-	*memstore.Store
-	grown []int
-}
-
-type growWriter struct {
-	driver.Writer
-	b *growBodies
-}
-
-func (g *growBodies) NewWriter(ctx context.Context) (driver.Writer, error) {
-	w, err := g.Store.NewWriter(ctx)
-	return &growWriter{Writer: w, b: g}, err
-}
-
-func (w *growWriter) Grow(n int) {
-	w.b.grown = append(w.b.grown, n)
-	w.Writer.(interface{ Grow(int) }).Grow(n)
-}
-
-// TestBytesWriteReservesRoom: a body given as bytes and longer than one
-// chunk tells a writer that can reserve room its whole size first, so a
-// memory backend keeps it in one block; a streamed body (size unknown) and
-// a body of one chunk (one Write) do not.
-func TestBytesWriteReservesRoom(t *testing.T) {
-	ctx := context.Background()
-	m := memstore.New()
-	g := &growBodies{Store: m}
-	s := workspace.New(g, m)
-	data := bodyOf(44, 700_000)
-	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	if c, err := drivertest.AttachData(ctx, s, ownerA, data, false, at); c != workspace.AttachCreated || err != nil {
-		t.Fatalf("Attach = %v, %v", c, err)
-	}
-	if len(g.grown) != 1 || g.grown[0] != len(data) {
-		t.Errorf("writers were asked to grow by %v, want [%d]", g.grown, len(data))
-	}
-	if _, err := drivertest.AttachData(ctx, s, ownerA, bodyOf(45, 1000), true, at); err != nil {
-		t.Fatal(err)
-	}
-	if len(g.grown) != 1 {
-		t.Errorf("a streamed body asked to grow: %v", g.grown)
-	}
-	if c, err := drivertest.AttachData(ctx, s, ownerA, bodyOf(46, 1000), false, at); c != workspace.AttachCreated || err != nil {
-		t.Fatalf("Attach = %v, %v", c, err)
-	}
-	if len(g.grown) != 1 {
-		t.Errorf("a body of one chunk asked to grow: %v", g.grown)
-	}
-	if got, err := s.ReadVerified(ctx, artifact.RefOf(data), int64(len(data)), 0, int64(len(data))); err != nil || !bytes.Equal(got, data) {
-		t.Errorf("read back %d bytes, %v", len(got), err)
-	}
-}
-
-// failingReadBack is a memstore whose writers fail to read back.
-type failingReadBack struct{ *memstore.Store }
-
-var errReadBack = errors.New("read back failed")
-
-type failingWriter struct{ driver.Writer }
-
-func (failingWriter) ReadWritten() (io.Reader, error) { return nil, errReadBack }
-
-func (f failingReadBack) NewWriter(ctx context.Context) (driver.Writer, error) {
-	w, err := f.Store.NewWriter(ctx)
-	return failingWriter{w}, err
-}
-
-// TestStreamedReuseReadBackFails: when the writer cannot read back its own
-// bytes, a streamed reuse is a failed read, never a verified body and never
-// a repair.
-func TestStreamedReuseReadBackFails(t *testing.T) {
-	ctx := context.Background()
-	data := bodyOf(45, 400_000)
-	m := memstore.New()
-	s := workspace.New(failingReadBack{m}, m)
-	at := time.Date(2025, 3, 1, 0, 0, 0, 0, time.UTC)
-	if c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at); c != workspace.AttachCreated || err != nil {
-		t.Fatalf("first Attach = %v, %v", c, err)
-	}
-	c, err := drivertest.AttachData(ctx, s, ownerA, data, true, at)
-	if c != workspace.AttachReadFailed || !errors.Is(err, errReadBack) {
-		t.Fatalf("streamed reuse = %v, %v; want read_failed wrapping the read-back error", c, err)
-	}
-	if err := s.VerifyBody(ctx, artifact.RefOf(data), int64(len(data))); err != nil {
-		t.Fatalf("stored body after the failed reuse: %v", err)
 	}
 }

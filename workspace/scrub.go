@@ -147,25 +147,22 @@ func (s *Store) checkIntegrity(ctx context.Context) (damage []driver.Damage, che
 // corrupt ones; it returns the set of bodies seen.
 func (s *Store) scrubBodies(ctx context.Context, rep *ScrubReport) (map[artifact.Ref]bool, error) {
 	present := make(map[artifact.Ref]bool)
-	for info, err := range s.ListBodies(ctx) {
-		if err != nil {
-			return nil, err
-		}
-		ref, err := artifact.ParseDigest(info.Key)
-		if err != nil {
-			continue // not a body name
-		}
-		err = s.VerifyBody(ctx, ref, -1)
+	err := s.eachBody(ctx, func(_ driver.Info, ref artifact.Ref) error {
+		err := s.VerifyBody(ctx, ref, -1)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			continue // deleted since it was listed
+			return nil // deleted since it was listed
 		case errors.Is(err, ErrCorrupt):
 			rep.Corrupt = append(rep.Corrupt, ref)
 		case err != nil:
-			return nil, err
+			return err
 		}
 		rep.Bodies++
 		present[ref] = true
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return present, nil
 }

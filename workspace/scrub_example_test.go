@@ -6,6 +6,7 @@ import (
 	"log"
 
 	"github.com/hybridctx/hybridctx/workspace"
+	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
@@ -25,7 +26,7 @@ func ExampleStore_Scrub() {
 		log.Fatal(err)
 	}
 	ref := p.Ref()
-	m.Tamper(ref.Hex(), []byte("a large tool resulT"))
+	drivertest.Overwrite(m, ref.Hex(), []byte("a large tool resulT"))
 
 	rep, err := s.Scrub(ctx, nil)
 	if err != nil {

@@ -26,9 +26,6 @@ type Store struct {
 	bodies  driver.Bodies
 	records driver.Records
 	locker  driver.Locker // the bodies driver's per-body lock; nil if it has none
-	// comparer compares a stored body with bytes in memory, for a backend
-	// that keeps its bodies there; nil otherwise.
-	comparer driver.Comparer
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -45,8 +42,7 @@ func New(bodies driver.Bodies, records driver.Records) *Store {
 		panic("workspace.New: nil driver")
 	}
 	l, _ := bodies.(driver.Locker)
-	c, _ := bodies.(driver.Comparer)
-	return &Store{bodies: bodies, records: records, locker: l, comparer: c}
+	return &Store{bodies: bodies, records: records, locker: l}
 }
 
 // Close closes the drivers that implement io.Closer, once each.
@@ -65,9 +61,6 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Bodies returns the body driver, for optional capabilities and tests.
-func (s *Store) Bodies() driver.Bodies { return s.bodies }
-
 // TempDir returns the workspace's temporary area on local disk (see
 // driver.TempDirer), or "" when its backend has none (memory, PostgreSQL,
 // S3): a caller then uses its own temporary directory.
@@ -77,9 +70,6 @@ func (s *Store) TempDir() string {
 	}
 	return ""
 }
-
-// Records returns the record driver, for optional capabilities and tests.
-func (s *Store) Records() driver.Records { return s.records }
 
 // StatBody describes a committed body without reading it. An absent body
 // wraps fs.ErrNotExist.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/agent/loop"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 func TestScriptedModel(t *testing.T) {
@@ -57,8 +57,8 @@ func TestScriptedModel(t *testing.T) {
 
 func TestUnknownFieldNameIsBounded(t *testing.T) {
 	long := strings.Repeat("é", 40)
-	_, err := agent.ParseReadArgs([]byte(`{"reference":"x","` + long + `":1}`))
-	if !errors.Is(err, agent.ErrInvalidArguments) || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "…") {
+	_, err := readtools.ParseReadArgs([]byte(`{"reference":"x","` + long + `":1}`))
+	if !errors.Is(err, readtools.ErrInvalidArguments) || strings.Contains(err.Error(), long) || !strings.Contains(err.Error(), "…") {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -29,8 +29,9 @@
 // # Long streams
 //
 // The JSON verdict is exact for streams of at most [JSONScanLimit] bytes
-// (64 KiB). A longer stream is judged by a cheaper rule (SPEC §4), so
-// that JSON costs no more than text at any size: it is JSON if and only if
+// (64 KiB). A longer stream is judged by a cheaper rule (see
+// docs/offload.md, "The notice"), so that JSON costs no more than text at
+// any size: it is JSON if and only if
 // its first non-whitespace byte is '{' or '[', no syntax error was found
 // in its first JSONScanLimit bytes, and its last non-whitespace byte is
 // '}' or ']'; the bytes in between are not checked against the JSON
@@ -39,26 +40,14 @@
 //
 // # Cost
 //
-// Lines are counted with bytes.Count. The JSON scan, which runs first,
-// has three gears, each handing over to the next slower one what it is
-// not sure of:
+// Lines are counted with bytes.Count and UTF-8 is checked with
+// validUTF8 (utf8.go: utf8.Valid, or 32 bytes at a time with AVX2),
+// carrying at most 3 bytes of a split rune to the next write.
+// The JSON scan (scan.go) is a byte-wise state machine that can stop and
+// resume at any byte; it reads strings and indentation 8 bytes at a time
+// and, since it only ever reads the first [JSONScanLimit] bytes, costs at
+// most a few tens of microseconds per stream.
 //
-//   - on amd64 with AVX2, a block pass (blocks.go): vector compares give,
-//     per 64 bytes, bit masks of quotes, backslashes, control bytes,
-//     whitespace, punctuation and non-ASCII bytes; bit arithmetic finds
-//     the escaped bytes, the bytes inside strings and the start of every
-//     token, so the grammar runs once per token and never visits the
-//     bytes of strings or whitespace one by one. It also checks the UTF-8
-//     of the bytes it covers, one run of non-ASCII bytes at a time;
-//   - a whole-token pass (fast.go): the grammar's states as code
-//     positions, strings and indentation 8 bytes at a time;
-//   - the byte-wise state machine (scan.go), which can stop and resume at
-//     any byte: it takes the tokens cut by the end of a write and finds
-//     syntax errors.
-//
-// The UTF-8 of what the block pass did not cover is checked by validUTF8
-// (utf8.go: 32 bytes at a time with AVX2, utf8.Valid elsewhere), carrying
-// at most 3 bytes of a split rune to the next write.
 // Each check stops as soon as its answer is known: UTF-8 validation after
 // the first invalid sequence, and the JSON scan after the first syntax
 // error (often the first non-whitespace byte of a text or binary stream).
@@ -149,23 +138,11 @@ func (c *Classifier) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	var u utf8Run
 	if !c.jsonOff {
-		u = c.scanJSON(p)
+		c.scanJSON(p)
 	}
 	if !c.badUTF8 {
-		// The JSON scan may have checked the UTF-8 of a range of p, which
-		// starts next to an ASCII byte: only what surrounds it is left. A
-		// rune still open where it starts is cut by an ASCII byte.
-		rest := p
-		if u.from < u.to && (u.from > 0 && p[u.from-1] < 0x80 || u.from == 0 && c.nc == 0) {
-			c.checkUTF8(p[:u.from])
-			c.badUTF8 = c.badUTF8 || c.nc > 0 || u.bad
-			rest = p[u.to:]
-		}
-		if !c.badUTF8 {
-			c.checkUTF8(rest)
-		}
+		c.checkUTF8(p)
 	}
 	c.n += int64(len(p))
 	return len(p), nil
@@ -175,24 +152,22 @@ var newline = []byte{'\n'}
 
 // scanJSON runs the JSON scanner over the part of p that lies within the
 // first scanLimit bytes of the stream, and past it only looks for the
-// first non-whitespace byte if none has been seen yet. It returns the
-// range of p whose UTF-8 the scanner checked on the way, if any.
-func (c *Classifier) scanJSON(p []byte) (u utf8Run) {
+// first non-whitespace byte if none has been seen yet.
+func (c *Classifier) scanJSON(p []byte) {
 	if room := scanLimit - c.n; room > 0 {
 		q := p
 		if int64(len(q)) > room {
 			q = q[:room]
 		}
 		c.js.scan(q)
-		u = c.js.utf8
 		if c.js.st == stErr {
 			c.jsonOff = true
-			return u
+			return
 		}
 		p = p[len(q):]
 	}
 	if len(p) == 0 {
-		return u
+		return
 	}
 	// Past the limit: only the first non-whitespace byte still matters.
 	// Once it is seen the scan is over, even when it is a NUL byte (which
@@ -202,13 +177,12 @@ func (c *Classifier) scanJSON(p []byte) (u utf8Run) {
 			if !isSpace(b) {
 				c.js.top = b
 				c.jsonOff = true
-				return u
+				return
 			}
 		}
-		return u
+		return
 	}
 	c.jsonOff = true
-	return u
 }
 
 // checkUTF8 validates p as the continuation of the stream so far.

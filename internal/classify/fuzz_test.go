@@ -2,7 +2,6 @@ package classify
 
 import (
 	"math/rand/v2"
-	"strings"
 	"testing"
 )
 
@@ -89,43 +88,4 @@ var edgeSeeds = []string{
 	"[\"\xc3\"]", "[\xc3\xa9]", "\"a\x00b\"", "[\"\t\"]",
 	"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]",
 	"  \n\t\r  {\"a\" \n : \n [ \"b\" , 1 , true ] }  \n",
-}
-
-// maxLongFuzzLen bounds the inputs of FuzzClassifyLong.
-const maxLongFuzzLen = 8 << 10
-
-// FuzzClassifyLong checks the block path (and the whole-token path) on
-// inputs long enough for them, against json.Valid and utf8.Valid: fed
-// whole and in random splits, with the block path (each vector pass) and
-// without it. The seeds are realistic documents of about 1.5 KiB, which
-// the fuzzer edits.
-func FuzzClassifyLong(f *testing.F) {
-	for i, doc := range blockDocs() {
-		f.Add(doc, uint64(i))
-	}
-	f.Add([]byte(`["`+strings.Repeat(`\\`, 40)+`\"`+strings.Repeat("a", 200)+`"]`), uint64(9))
-	f.Fuzz(func(t *testing.T, data []byte, seed uint64) {
-		if len(data) > maxLongFuzzLen {
-			data = data[:maxLongFuzzLen]
-		}
-		want := refKind(data)
-		r := rand.New(rand.NewPCG(seed, seed>>32))
-		// The block path with each vector pass the machine has, and
-		// without it.
-		for _, way := range []struct{ blocks, avx512 bool }{{true, true}, {true, false}, {false, false}} {
-			if way.avx512 && !hasAVX512 {
-				continue
-			}
-			withBlocks(way.blocks, func() {
-				withAVX512(way.avx512, func() {
-					if k, _ := Of(data); k != want {
-						t.Errorf("%+v, whole: Kind = %v, want %v", way, k, want)
-					}
-					if c := feed(t, data, randomSplits(r)); c.Kind() != want {
-						t.Errorf("%+v, split: Kind = %v, want %v", way, c.Kind(), want)
-					}
-				})
-			})
-		}
-	})
 }

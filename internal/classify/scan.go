@@ -39,16 +39,15 @@ const (
 // container at depth i is an object, clear means an array.
 type scanner struct {
 	st    state
-	key   bool    // the current string is an object key
-	hex   uint8   // hex digits seen in the current \u escape
-	top   byte    // first non-whitespace byte of the stream, 0 if none yet
-	depth int32   // open containers
-	lit   string  // remaining bytes of the literal being read
-	utf8  utf8Run // a range of the last p scanned whose UTF-8 blocks checked
+	key   bool   // the current string is an object key
+	hex   uint8  // hex digits seen in the current \u escape
+	top   byte   // first non-whitespace byte of the stream, 0 if none yet
+	depth int32  // open containers
+	lit   string // remaining bytes of the literal being read
 	stack [(maxDepth + 63) / 64]uint64
 }
 
-// Byte classes for the scanner's fast paths.
+// Byte classes for the scanner.
 const (
 	cSpace = 1 << iota // JSON whitespace
 	cStr               // may appear unescaped in a string: >= 0x20, not '"' or '\\'
@@ -153,7 +152,6 @@ func (s *scanner) literal(p []byte, i int, rest string) (state, int) {
 func (s *scanner) scan(p []byte) {
 	st, depth := s.st, s.depth
 	i := 0
-	s.utf8 = utf8Run{}
 	for i < len(p) && st != stErr {
 		switch st {
 		case stStr, stStrEsc, stStrU:
@@ -163,29 +161,10 @@ func (s *scanner) scan(p []byte) {
 		case stLit:
 			st, i = s.scanLiteral(p, i)
 		default:
-			// fast takes whole tokens; the byte-wise loop takes the one
-			// it stopped at (cut by the end of p, or an error).
-			if hasBlocks && len(p)-i >= minBlocks && (depth > 0 || opensContainer(p, i, st)) {
-				st, i, depth = s.blocks(p, i, st, depth)
-			}
-			if st, i, depth = s.fast(p, i, st, depth); i < len(p) {
-				st, i, depth = s.scanStructure(p, i, st, depth)
-			}
+			st, i, depth = s.scanStructure(p, i, st, depth)
 		}
 	}
 	s.st, s.depth = st, depth
-}
-
-// opensContainer reports whether, in state st at depth 0, the next
-// non-whitespace byte of p from i opens an object or array: only then is
-// the block path worth starting there (text fails on its first byte, a
-// top-level scalar is short).
-func opensContainer(p []byte, i int, st state) bool {
-	if st != stValue {
-		return false
-	}
-	i = skipSpace(p, i)
-	return i < len(p) && (p[i] == '{' || p[i] == '[')
 }
 
 // scanStructure runs the states between values: stValue, stArrFirst,

@@ -1,3 +1,5 @@
+//go:build !purego
+
 #include "textflag.h"
 
 // UTF-8 validation 32 bytes at a time (see utf8.go): each byte is checked

@@ -17,7 +17,7 @@ var utf8Probe = []byte{0x00, 0x41, 0x7F, 0x80, 0x8F, 0x90, 0x9F, 0xA0, 0xBF, 0xC
 // placed before, across and after each block boundary and at the end of
 // the input.
 func TestValidUTF8MatchesStdlib(t *testing.T) {
-	if !hasBlocks {
+	if !hasVectorUTF8 {
 		t.Skip("no vector path on this machine")
 	}
 	buf := bytes.Repeat([]byte{'a'}, 100)

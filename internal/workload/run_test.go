@@ -109,7 +109,7 @@ func TestRunCountsMismatches(t *testing.T) {
 	var corrupt atomic.Bool
 	h := &drivertest.Hooks{Open: func(_ context.Context, key string) error {
 		if corrupt.Load() {
-			m.Tamper(key, bytes.Repeat([]byte("x"), 9000))
+			drivertest.Overwrite(m, key, bytes.Repeat([]byte("x"), 9000))
 		}
 		return nil
 	}}

@@ -64,6 +64,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
 // Object key prefixes inside the bucket.
@@ -257,7 +258,7 @@ func New(bucket *blob.Bucket, opts *Options) (*Store, error) {
 	}
 	s := &Store{bucket: bucket, locker: o.Locker, spool: o.SpoolBytes, maxBody: o.MaxBodyBytes}
 	if s.locker == nil {
-		s.locker = newLocalLocker()
+		s.locker = new(keylock.Locks)
 	}
 	return s, nil
 }

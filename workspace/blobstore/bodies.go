@@ -18,6 +18,7 @@ import (
 	"gocloud.dev/gcerrors"
 
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/writerstate"
 )
 
 var errEnded = errors.New("blobstore: writer already ended")
@@ -37,13 +38,11 @@ type writer struct {
 	s        *Store
 	ctx      context.Context
 	buf      []byte
-	n        int64
 	up       *blob.Writer // the upload object's writer, once streaming
 	upKey    string
 	upCancel context.CancelFunc
 	uploaded bool // the upload object is complete
-	done     bool
-	err      error // sticky
+	writerstate.State
 }
 
 func streamOptions() *blob.WriterOptions {
@@ -51,32 +50,28 @@ func streamOptions() *blob.WriterOptions {
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, errEnded
+	if err := w.Check(errEnded); err != nil {
+		return 0, err
 	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.n+int64(len(p)) > w.s.maxBody {
-		w.err = fmt.Errorf("blobstore: a body holds at most %d bytes: %w", w.s.maxBody, driver.ErrTooLarge)
-		return 0, w.err
+	if err := w.Admit(len(p), w.s.maxBody, "blobstore: a body"); err != nil {
+		return 0, err
 	}
 	if w.up == nil && len(w.buf)+len(p) <= w.s.spool {
 		w.buf = append(w.buf, p...)
-		w.n += int64(len(p))
+		w.N += int64(len(p))
 		return len(p), nil
 	}
 	if w.up == nil {
 		if err := w.startUpload(); err != nil {
-			w.err = err
+			w.Err = err
 			return 0, err
 		}
 	}
 	m, err := w.up.Write(p)
-	w.n += int64(m)
+	w.N += int64(m)
 	if err != nil {
-		w.err = fail(w.ctx, "upload", err)
-		return m, w.err
+		w.Err = fail(w.ctx, "upload", err)
+		return m, w.Err
 	}
 	return m, nil
 }
@@ -109,11 +104,8 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if err := w.s.check(ctx); err != nil {
 		return err
 	}
-	if w.done {
-		return errEnded
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.Check(errEnded); err != nil {
+		return err
 	}
 	if err := checkKey(key); err != nil {
 		return err
@@ -122,8 +114,8 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 		err := w.up.Close()
 		w.upCancel()
 		if err != nil {
-			w.err = fail(ctx, "finish upload", err)
-			return w.err
+			w.Err = fail(ctx, "finish upload", err)
+			return w.Err
 		}
 		w.uploaded = true
 	}
@@ -153,7 +145,7 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if err != nil {
 		return fail(ctx, "commit "+key[:12], err)
 	}
-	w.done, w.buf = true, nil
+	w.Done, w.buf = true, nil
 	if w.uploaded {
 		// A failure only leaves an upload object for SweepUploads.
 		_ = w.s.bucket.Delete(ctx, w.upKey)
@@ -195,10 +187,10 @@ func (s *Store) put(ctx context.Context, key string, create bool, open func() (i
 
 // Abort discards the written bytes and the upload object, if any.
 func (w *writer) Abort() error {
-	if w.done {
+	if w.Done {
 		return nil
 	}
-	w.done, w.buf = true, nil
+	w.Done, w.buf = true, nil
 	if w.up == nil {
 		return nil
 	}

@@ -90,18 +90,6 @@ func (w *writer) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// ReadWritten implements driver.WrittenReader: the temporary file, read
-// at offsets (its write position does not move).
-func (w *writer) ReadWritten() (io.Reader, error) {
-	if w.done {
-		return nil, errWriterEnded
-	}
-	if w.broken != nil {
-		return nil, w.broken
-	}
-	return io.NewSectionReader(w.f, 0, w.n), nil
-}
-
 // seal makes the temporary file read-only, stamps it with the commit time
 // and fsyncs it, so that bytes, mode and time are durable together.
 func (w *writer) seal() error {
@@ -288,10 +276,9 @@ func (r *reader) Restat() (driver.Info, error) {
 
 // Compile-time checks of the optional reader capabilities.
 var (
-	_ driver.RangeReader   = (*reader)(nil)
-	_ driver.Restatter     = (*reader)(nil)
-	_ driver.WrittenReader = (*writer)(nil)
-	_ io.ReaderAt          = (*reader)(nil)
+	_ driver.RangeReader = (*reader)(nil)
+	_ driver.Restatter   = (*reader)(nil)
+	_ io.ReaderAt        = (*reader)(nil)
 )
 
 // infoOf describes a body file. Version joins device, inode, size and

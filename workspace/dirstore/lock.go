@@ -7,16 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"sync"
-	"time"
 
 	"github.com/hybridctx/hybridctx/workspace/dirstore/internal/vfs"
-)
-
-// Lock polling: a first short pause, doubled up to a ceiling, so that a
-// waiter notices both a released lock and a cancelled ctx quickly.
-const (
-	lockPollMin = time.Millisecond
-	lockPollMax = 20 * time.Millisecond
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
 // Lock takes an exclusive lock on key that holds across every process
@@ -35,13 +28,8 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err 
 		return nil, err
 	}
 	name := lockDir + "/" + key
-	pause := lockPollMin
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var wait keylock.Backoff
+	defer wait.Stop()
 	for {
 		f, err := s.fsys.OpenFile(name, os.O_RDWR|os.O_CREATE, fileMode)
 		if err != nil {
@@ -52,18 +40,10 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err 
 			if !vfs.IsLocked(err) {
 				break
 			}
-			if timer == nil {
-				timer = time.NewTimer(pause)
-			} else {
-				timer.Reset(pause)
-			}
-			select {
-			case <-ctx.Done():
+			if err := wait.Wait(ctx); err != nil {
 				_ = f.Close()
-				return nil, ctx.Err()
-			case <-timer.C:
+				return nil, err
 			}
-			pause = min(2*pause, lockPollMax)
 		}
 		if err != nil {
 			_ = f.Close()

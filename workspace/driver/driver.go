@@ -53,50 +53,6 @@ type Writer interface {
 	Abort() error
 }
 
-// WrittenReader is an optional Writer capability: reading back, before
-// the writer ends, the bytes written so far. The Store uses it to verify a
-// stored body against a streamed one by comparing the two (the written
-// bytes already hash to the body's digest) instead of hashing the stored
-// body again.
-type WrittenReader interface {
-	// ReadWritten returns a reader of the bytes written so far, from the
-	// first. It is valid until the next Write, Commit or Abort.
-	ReadWritten() (io.Reader, error)
-}
-
-// Adopter is an optional Writer capability of a backend that holds its
-// bodies in memory: taking bytes as written without copying them. The
-// Store uses it for a body in memory that it copied while hashing it
-// (workspace.IngestBytes), so that committing it copies nothing more.
-type Adopter interface {
-	// Adopt appends b to the bytes written, as Write would, and keeps b
-	// itself: the caller must not change b afterwards.
-	Adopt(b []byte) error
-}
-
-// WrittenComparer is an optional Writer capability of a backend that holds
-// its bodies in memory: comparing, before the writer ends, the bytes
-// written so far with a committed body, both where they are. The Store
-// uses it to verify a stored body against a streamed one, whose written
-// bytes already hash to the body's digest, without reading either back.
-type WrittenComparer interface {
-	// EqualWritten reports whether the committed body of key is exactly
-	// the bytes written so far. An absent body is an error wrapping
-	// fs.ErrNotExist.
-	EqualWritten(ctx context.Context, key string) (bool, error)
-}
-
-// Comparer is an optional Bodies capability of a backend that holds its
-// bodies in memory: comparing a committed body with bytes in place. The
-// Store uses it to verify a stored body against bytes it holds, which
-// already hash to the body's digest, without opening a reader or copying
-// the body.
-type Comparer interface {
-	// EqualBody reports whether the committed body of key is exactly b.
-	// An absent body is an error wrapping fs.ErrNotExist.
-	EqualBody(ctx context.Context, key string, b []byte) (bool, error)
-}
-
 // Reader reads one committed body from its start.
 type Reader interface {
 	io.Reader
@@ -106,14 +62,17 @@ type Reader interface {
 }
 
 // RangeReader is an optional Reader capability: reading at an offset of the
-// same opened body (for example an open file descriptor), so a body verified
-// by a first pass can be served by a second pass without reopening it.
+// same opened body (for example an open file descriptor). Its reason is
+// correctness: a body verified by a first pass is served by a second pass
+// over the very bytes verified, where reopening it could serve a body
+// replaced in between.
 type RangeReader interface {
 	io.ReaderAt
 }
 
 // Restatter is an optional Reader capability: describing the opened body
-// again, so a caller can detect that it changed while it was being read.
+// again. Its reason is correctness: a caller detects that the body changed
+// while it was being read, instead of serving bytes it did not verify.
 type Restatter interface {
 	Restat() (Info, error)
 }
@@ -168,8 +127,9 @@ type Locker interface {
 }
 
 // Checker is an optional capability of a backend: reporting stored objects
-// whose access permissions are broader than private. Paths are relative to
-// the workspace root.
+// whose access permissions are broader than private, which would expose
+// one owner's tool results to other local users. Paths are relative to the
+// workspace root.
 type Checker interface {
 	UnsafePermissions(ctx context.Context) ([]string, error)
 }
@@ -179,7 +139,9 @@ type Checker interface {
 // where a caller may spool data it cannot hold in memory (the MCP proxy's
 // large messages). A file created there under a name starting with
 // TempPrefix that no process holds flock(2)ed is removed the next time the
-// backend is opened, so a spool left by a killed process does not stay.
+// backend is opened, so a spool left by a killed process does not stay:
+// its reason is that the spool of a tool result stays as private and as
+// bounded in time as the workspace that holds the result.
 type TempDirer interface {
 	TempDir() string
 }

@@ -2,14 +2,13 @@ package drivertest
 
 import (
 	"context"
-	"io"
 	"iter"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
 // Hooks inject faults into an Instrumented backend. Each hook runs before the
@@ -85,22 +84,24 @@ func (c *counters) all() []*atomic.Int64 {
 
 // Instrumented wraps a body driver and a record driver, counting every call
 // and running the fault-injection Hooks. It implements driver.Bodies,
-// driver.Records, driver.Locker and Tamperer, and is safe for concurrent use.
+// driver.Records and driver.Locker, and is safe for concurrent use. It
+// keeps the readers' optional capabilities (driver.RangeReader,
+// driver.Restatter) and the Bodies' driver.Locker; the others
+// (driver.Checker, driver.TempDirer, driver.RecordExpirer,
+// driver.IntegrityChecker, driver.ReferenceScanner) are not forwarded, so
+// a Store over it takes its fallbacks for them.
 type Instrumented struct {
 	bodies  driver.Bodies
 	records driver.Records
 	h       *Hooks
 	c       counters
-
-	mu    sync.Mutex
-	locks map[string]chan struct{}
+	locks   keylock.Locks // for Bodies that are no driver.Locker
 }
 
 var (
 	_ driver.Bodies  = (*Instrumented)(nil)
 	_ driver.Records = (*Instrumented)(nil)
 	_ driver.Locker  = (*Instrumented)(nil)
-	_ Tamperer       = (*Instrumented)(nil)
 )
 
 // Instrument wraps b and r, which must not be nil. h may be nil; the fields
@@ -113,7 +114,7 @@ func Instrument(b driver.Bodies, r driver.Records, h *Hooks) *Instrumented {
 	if h == nil {
 		h = &Hooks{}
 	}
-	return &Instrumented{bodies: b, records: r, h: h, locks: map[string]chan struct{}{}}
+	return &Instrumented{bodies: b, records: r, h: h}
 }
 
 // Unwrap returns the wrapped drivers.
@@ -159,37 +160,7 @@ func (i *Instrumented) NewWriter(ctx context.Context) (driver.Writer, error) {
 	if err != nil {
 		return nil, err
 	}
-	iw := &writer{i: i, w: w}
-	if wr, ok := w.(driver.WrittenReader); ok {
-		return &writtenWriter{iw, wr}, nil
-	}
-	return iw, nil
-}
-
-// writtenWriter is a writer that keeps the wrapped writer's
-// driver.WrittenReader; the bytes read back count as BytesRead.
-type writtenWriter struct {
-	*writer
-	wr driver.WrittenReader
-}
-
-func (w *writtenWriter) ReadWritten() (io.Reader, error) {
-	r, err := w.wr.ReadWritten()
-	if err != nil {
-		return nil, err
-	}
-	return &countingReader{r: r, n: &w.i.c.bytesRead}, nil
-}
-
-type countingReader struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
+	return &writer{i: i, w: w}, nil
 }
 
 // Open implements driver.Bodies. The reader keeps the wrapped reader's
@@ -291,43 +262,43 @@ func (i *Instrumented) Lock(ctx context.Context, key string) (func() error, erro
 	if l, ok := i.bodies.(driver.Locker); ok {
 		return l.Lock(ctx, key)
 	}
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		i.mu.Lock()
-		ch, held := i.locks[key]
-		if !held {
-			ch = make(chan struct{})
-			i.locks[key] = ch
-			i.mu.Unlock()
-			var once sync.Once
-			return func() error {
-				once.Do(func() {
-					i.mu.Lock()
-					delete(i.locks, key)
-					i.mu.Unlock()
-					close(ch)
-				})
-				return nil
-			}, nil
-		}
-		i.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return i.locks.Lock(ctx, key)
 }
 
-// Tamper implements Tamperer by delegating to the wrapped Bodies. It
-// reports false when they are not a Tamperer.
+// Tamper overwrites the stored bytes of key in the wrapped Bodies, with
+// Overwrite, neither counted nor hooked. It reports whether key held a
+// body.
 func (i *Instrumented) Tamper(key string, data []byte) bool {
-	if t, ok := i.bodies.(Tamperer); ok {
-		return t.Tamper(key, data)
+	return Overwrite(i.bodies, key, data)
+}
+
+// Overwrite replaces the stored bytes of key with data through b's own
+// writer, committed over the body without any check of its digest, to
+// simulate corruption in tests of a backend whose storage a test cannot
+// reach otherwise (memstore). It reports whether key held a body; a
+// driver error fails it too. A body seen through an Instrumented wrapper
+// is overwritten underneath it, neither counted nor hooked.
+func Overwrite(b driver.Bodies, key string, data []byte) bool {
+	for {
+		i, ok := b.(*Instrumented)
+		if !ok {
+			break
+		}
+		b = i.bodies
 	}
-	return false
+	ctx := context.Background()
+	if _, err := b.Stat(ctx, key); err != nil {
+		return false
+	}
+	w, err := b.NewWriter(ctx)
+	if err != nil {
+		return false
+	}
+	if _, err := w.Write(data); err != nil {
+		_ = w.Abort()
+		return false
+	}
+	return w.Commit(ctx, key, true) == nil
 }
 
 // Writer states, for counting aborts once.

@@ -54,32 +54,6 @@ func (w *mutantWriter) Commit(ctx context.Context, key string, replace bool) err
 	return w.Writer.Commit(w.m.ctx(ctx), key, replace)
 }
 
-// Adopt drops the bytes for the adopt-drops mutant.
-func (w *mutantWriter) Adopt(b []byte) error {
-	if w.m.is("adopt-drops") {
-		return nil
-	}
-	return w.Writer.(driver.Adopter).Adopt(b)
-}
-
-// EqualWritten compares only the sizes for the written-equal-size-only
-// mutant.
-func (w *mutantWriter) EqualWritten(ctx context.Context, key string) (bool, error) {
-	if w.m.is("written-equal-size-only") {
-		r, err := w.Writer.(driver.WrittenReader).ReadWritten()
-		if err != nil {
-			return false, err
-		}
-		n, err := io.Copy(io.Discard, r)
-		if err != nil {
-			return false, err
-		}
-		info, err := w.m.Store.Stat(ctx, key)
-		return err == nil && info.Size == n, err
-	}
-	return w.Writer.(driver.WrittenComparer).EqualWritten(w.m.ctx(ctx), key)
-}
-
 func (m *mutant) Open(ctx context.Context, key string) (driver.Reader, error) {
 	r, err := m.Store.Open(m.ctx(ctx), key)
 	if err != nil || !m.is("torn-reads") {
@@ -96,15 +70,6 @@ type tornReader struct {
 
 func (t tornReader) Close() error      { return t.r.Close() }
 func (t tornReader) Info() driver.Info { return t.r.Info() }
-
-// EqualBody compares only the sizes for the equal-size-only mutant.
-func (m *mutant) EqualBody(ctx context.Context, key string, b []byte) (bool, error) {
-	if m.is("equal-size-only") {
-		info, err := m.Store.Stat(ctx, key)
-		return err == nil && info.Size == int64(len(b)), err
-	}
-	return m.Store.EqualBody(m.ctx(ctx), key, b)
-}
 
 func (m *mutant) Stat(ctx context.Context, key string) (driver.Info, error) {
 	return m.Store.Stat(m.ctx(ctx), key)
@@ -228,12 +193,6 @@ func TestSuiteCatchesMutants(t *testing.T) {
 		{"ignores-cancel", "CancelledContextDriver"},
 		{"none", "CancelledContextDriver"},
 		{"delete-noop", "DeleteBody"},
-		{"equal-size-only", "EqualBody"},
-		{"none", "EqualBody"},
-		{"written-equal-size-only", "EqualWritten"},
-		{"none", "EqualWritten"},
-		{"adopt-drops", "Adopt"},
-		{"none", "Adopt"},
 		{"no-lock", "Locker"},
 		{"owner-concat", "OwnersDistinct"},
 		{"racy-create", "ConcurrentCreateRecord"},

@@ -29,13 +29,6 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
-// Tamperer is implemented by backends that can overwrite a stored body
-// without any check, to simulate corruption in tests. Tamper reports whether
-// key held a body.
-type Tamperer interface {
-	Tamper(key string, data []byte) bool
-}
-
 // Harness describes a backend to the suite.
 type Harness struct {
 	// Open returns a fresh, empty backend; it is called once per subtest
@@ -44,13 +37,12 @@ type Harness struct {
 	Open func(t *testing.T) (driver.Bodies, driver.Records)
 	// Tamper, when non-nil, overwrites the stored bytes of key with data
 	// without any check, failing t if it cannot. When nil, the suite uses
-	// the Bodies' Tamperer implementation, and skips the corruption
-	// subtests if there is none.
+	// Overwrite, through the backend's own writer.
 	Tamper func(t *testing.T, b driver.Bodies, key string, data []byte)
 }
 
 // Run runs the conformance suite over the backends open returns, tampering
-// through their Tamperer implementation when they have one.
+// with Overwrite.
 func Run(t *testing.T, open func(t *testing.T) (driver.Bodies, driver.Records)) {
 	RunWith(t, Harness{Open: open})
 }
@@ -90,34 +82,16 @@ func RunWith(t *testing.T, h Harness) {
 	}
 }
 
-// tamperFunc picks the harness's Tamper, else the Bodies' Tamperer; nil when
-// neither exists.
+// tamperFunc picks the harness's Tamper, else Overwrite.
 func tamperFunc(t *testing.T, h Harness, b driver.Bodies) func(key string, data []byte) {
 	if h.Tamper != nil {
 		return func(key string, data []byte) { t.Helper(); h.Tamper(t, b, key, data) }
 	}
-	if !canTamper(b) {
-		return nil
-	}
-	tt := b.(Tamperer)
 	return func(key string, data []byte) {
 		t.Helper()
-		if !tt.Tamper(key, data) {
-			t.Fatalf("Tamper(%s): no such body", key[:12])
+		if !Overwrite(b, key, data) {
+			t.Fatalf("Overwrite(%s): no such body", key[:12])
 		}
-	}
-}
-
-// canTamper reports whether b is a Tamperer, looking through Instrumented
-// wrappers, whose Tamper only delegates.
-func canTamper(b driver.Bodies) bool {
-	for {
-		if i, ok := b.(*Instrumented); ok {
-			b = i.bodies
-			continue
-		}
-		_, ok := b.(Tamperer)
-		return ok
 	}
 }
 

@@ -161,17 +161,6 @@ func testCancelledDriver(e *env) {
 	wantErr(e.t, "Stat with a cancelled context", err, context.Canceled)
 	wantErr(e.t, "Delete with a cancelled context", b.Delete(c, key), context.Canceled)
 	wantErr(e.t, "List with a cancelled context", firstErr(b.List(c)), context.Canceled)
-	if cmp, ok := b.(driver.Comparer); ok {
-		_, err := cmp.EqualBody(c, key, f.data)
-		wantErr(e.t, "EqualBody with a cancelled context", err, context.Canceled)
-	}
-	if w, err := b.NewWriter(e.ctx); err == nil {
-		if wc, ok := w.(driver.WrittenComparer); ok {
-			_, err := wc.EqualWritten(c, key)
-			wantErr(e.t, "EqualWritten with a cancelled context", err, context.Canceled)
-		}
-		_ = w.Abort()
-	}
 	if l, ok := b.(driver.Locker); ok {
 		if unlock, err := l.Lock(c, key); !errors.Is(err, context.Canceled) {
 			if err == nil {

@@ -1,14 +1,9 @@
 package memstore
 
 import (
-	"bytes"
 	"errors"
 	"io"
-
-	"github.com/hybridctx/hybridctx/workspace/driver"
 )
-
-var _ driver.WrittenReader = (*writer)(nil)
 
 // blocks holds a body as a list of byte blocks, so that a body written in
 // pieces is copied once: never moved while it grows, never joined.
@@ -24,14 +19,6 @@ func (bs *blocks) add(b []byte) {
 		bs.b = bs.one[:0]
 	}
 	bs.b = append(bs.b, b)
-}
-
-// grow makes room for at least n more bytes in one block.
-func (bs *blocks) grow(n int) {
-	if k := len(bs.b); k > 0 && cap(bs.b[k-1])-len(bs.b[k-1]) >= n {
-		return
-	}
-	bs.add(make([]byte, 0, n))
 }
 
 // write appends p: into the room left in the last block, the rest as a new
@@ -73,32 +60,6 @@ func (bs *blocks) readAt(p []byte, off int64) (int, error) {
 	return n, nil
 }
 
-// equalBlocks reports whether a and b hold the same bytes, however each is
-// cut into blocks.
-func equalBlocks(a, b *blocks) bool {
-	if a.size != b.size {
-		return false
-	}
-	var x, y []byte
-	i, j := 0, 0
-	for {
-		for len(x) == 0 && i < len(a.b) {
-			x, i = a.b[i], i+1
-		}
-		for len(y) == 0 && j < len(b.b) {
-			y, j = b.b[j], j+1
-		}
-		n := min(len(x), len(y))
-		if n == 0 {
-			return len(x) == len(y)
-		}
-		if !bytes.Equal(x[:n], y[:n]) {
-			return false
-		}
-		x, y = x[n:], y[n:]
-	}
-}
-
 // blockReader reads a body's blocks from the start (io.Reader) or at any
 // offset (io.ReaderAt).
 type blockReader struct {
@@ -124,11 +85,3 @@ func (r *blockReader) Read(p []byte) (int, error) {
 }
 
 func (r *blockReader) ReadAt(p []byte, off int64) (int, error) { return r.bs.readAt(p, off) }
-
-// ReadWritten implements driver.WrittenReader.
-func (w *writer) ReadWritten() (io.Reader, error) {
-	if w.done {
-		return nil, errors.New("memstore: read after end")
-	}
-	return &blockReader{bs: &w.buf}, nil
-}

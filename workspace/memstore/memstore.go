@@ -4,7 +4,6 @@
 package memstore
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"crypto/sha256"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
 // Store is an in-memory body and record store. The zero value is not ready;
@@ -29,7 +29,7 @@ type Store struct {
 	mu      sync.Mutex
 	bodies  map[string]*body
 	records map[recKey]artifact.Record
-	locks   map[string]chan struct{}
+	locks   keylock.Locks
 	version uint64
 	now     func() time.Time
 }
@@ -72,18 +72,14 @@ func New() *Store {
 	return &Store{
 		bodies:  map[string]*body{},
 		records: map[recKey]artifact.Record{},
-		locks:   map[string]chan struct{}{},
 		now:     time.Now,
 	}
 }
 
 var (
-	_ driver.Bodies          = (*Store)(nil)
-	_ driver.Records         = (*Store)(nil)
-	_ driver.Locker          = (*Store)(nil)
-	_ driver.Comparer        = (*Store)(nil)
-	_ driver.WrittenComparer = (*writer)(nil)
-	_ driver.Adopter         = (*writer)(nil)
+	_ driver.Bodies  = (*Store)(nil)
+	_ driver.Records = (*Store)(nil)
+	_ driver.Locker  = (*Store)(nil)
 )
 
 // validKey accepts exactly 64 lowercase hex digits (artifact.ValidDigest).
@@ -115,27 +111,6 @@ func (w *writer) Write(p []byte) (int, error) {
 	}
 	w.buf.write(p)
 	return len(p), nil
-}
-
-// Adopt implements driver.Adopter: b becomes a block of the body as it is,
-// and a later Write never uses the room after it.
-func (w *writer) Adopt(b []byte) error {
-	if w.done {
-		return errors.New("memstore: write after end")
-	}
-	if len(b) > 0 {
-		w.buf.add(b[:len(b):len(b)])
-		w.buf.size += int64(len(b))
-	}
-	return nil
-}
-
-// Grow reserves room for n more bytes, so that a body whose size the
-// Store knows is copied once.
-func (w *writer) Grow(n int) {
-	if !w.done && n > 0 {
-		w.buf.grow(n)
-	}
 }
 
 func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
@@ -208,30 +183,6 @@ type reader struct {
 func (r *reader) Info() driver.Info { return r.info }
 func (r *reader) Close() error      { return nil }
 
-// EqualBody implements driver.Comparer: it compares the body's blocks with
-// b where they are, under no lock (a committed body never changes; a
-// replace stores a new one).
-func (s *Store) EqualBody(ctx context.Context, key string, b []byte) (bool, error) {
-	bd, err := s.get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	return equalBlocks(bd.data, &blocks{b: [][]byte{b}, size: int64(len(b))}), nil
-}
-
-// EqualWritten implements driver.WrittenComparer: it compares the blocks
-// written so far with the committed body's, as EqualBody does.
-func (w *writer) EqualWritten(ctx context.Context, key string) (bool, error) {
-	if w.done {
-		return false, errors.New("memstore: compare after end")
-	}
-	bd, err := w.s.get(ctx, key)
-	if err != nil {
-		return false, err
-	}
-	return equalBlocks(bd.data, &w.buf), nil
-}
-
 // Stat implements driver.Bodies.
 func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
 	b, err := s.get(ctx, key)
@@ -277,51 +228,9 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 	}
 }
 
-// Tamper replaces the stored bytes of key without any check, to simulate
-// corruption in tests. It reports whether the key existed.
-func (s *Store) Tamper(key string, data []byte) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	b, ok := s.bodies[key]
-	if ok {
-		s.version++
-		t := &body{data: &blocks{b: [][]byte{bytes.Clone(data)}, size: int64(len(data))}, modTime: b.modTime}
-		t.setVersion(s.version)
-		s.bodies[key] = t
-	}
-	return ok
-}
-
-// Lock implements driver.Locker.
+// Lock implements driver.Locker, within this process.
 func (s *Store) Lock(ctx context.Context, key string) (func() error, error) {
-	for {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		ch, held := s.locks[key]
-		if !held {
-			ch = make(chan struct{})
-			s.locks[key] = ch
-			s.mu.Unlock()
-			var once sync.Once
-			return func() error {
-				once.Do(func() {
-					s.mu.Lock()
-					delete(s.locks, key)
-					s.mu.Unlock()
-					close(ch)
-				})
-				return nil
-			}, nil
-		}
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
+	return s.locks.Lock(ctx, key)
 }
 
 var _ io.ReaderAt = (*reader)(nil)

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/workspace/internal/writerstate"
 )
 
 // cleanupTimeout bounds the removal of an aborted upload, which runs even
@@ -40,29 +41,23 @@ type writer struct {
 	s       *Store
 	ctx     context.Context
 	buf     []byte // bytes not yet in the large object
-	n       int64  // bytes written in all
 	loid    uint32 // the upload's large object; 0 until the first flush
 	flushed int64  // bytes in the large object
-	done    bool
-	err     error // sticky write error
+	writerstate.State
 }
 
 func (w *writer) Write(p []byte) (int, error) {
-	if w.done {
-		return 0, errEnded
+	if err := w.Check(errEnded); err != nil {
+		return 0, err
 	}
-	if w.err != nil {
-		return 0, w.err
-	}
-	if w.n+int64(len(p)) > w.s.maxBody {
-		w.err = fmt.Errorf("pgstore: a body in PostgreSQL holds at most %d bytes: %w", w.s.maxBody, driver.ErrTooLarge)
-		return 0, w.err
+	if err := w.Admit(len(p), w.s.maxBody, "pgstore: a body in PostgreSQL"); err != nil {
+		return 0, err
 	}
 	written := 0
 	for len(p) > 0 {
 		if len(w.buf) == chunkBytes {
 			if err := w.flush(w.ctx); err != nil {
-				w.err = err
+				w.Err = err
 				return written, err
 			}
 		}
@@ -73,7 +68,7 @@ func (w *writer) Write(p []byte) (int, error) {
 		w.buf = append(w.buf, p[:k]...)
 		p = p[k:]
 		written += k
-		w.n += int64(k)
+		w.N += int64(k)
 	}
 	return written, nil
 }
@@ -122,11 +117,8 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if err := w.s.checkBodies(ctx); err != nil {
 		return err
 	}
-	if w.done {
-		return errEnded
-	}
-	if w.err != nil {
-		return w.err
+	if err := w.Check(errEnded); err != nil {
+		return err
 	}
 	digest, err := decodeKey(key)
 	if err != nil {
@@ -134,7 +126,7 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	}
 	if w.loid != 0 && len(w.buf) > 0 {
 		if err := w.flush(ctx); err != nil {
-			w.err = err
+			w.Err = err
 			return err
 		}
 	}
@@ -158,7 +150,7 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if w.loid == 0 && w.buf == nil {
 		src = []byte{}
 	}
-	tag, err := tx.Exec(ctx, sql, digest, w.n, src)
+	tag, err := tx.Exec(ctx, sql, digest, w.N, src)
 	switch {
 	case pgCode(err) == codeCheck:
 		return fmt.Errorf("pgstore: commit %s: %w", key[:12], ErrRefused)
@@ -178,17 +170,17 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	if err := tx.Commit(ctx); err != nil {
 		return fail(ctx, "commit", err)
 	}
-	w.done, w.buf, w.loid = true, nil, 0
+	w.Done, w.buf, w.loid = true, nil, 0
 	return nil
 }
 
 // Abort discards the written bytes, removing the upload's large object even
 // when the writer's context is done.
 func (w *writer) Abort() error {
-	if w.done {
+	if w.Done {
 		return nil
 	}
-	w.done, w.buf = true, nil
+	w.Done, w.buf = true, nil
 	if w.loid == 0 || w.s.closed.Load() {
 		return nil
 	}
@@ -254,27 +246,40 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // List yields every body in digest order, fetching a page at a time so that
 // no connection is held while the caller works.
 func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
-	return func(yield func(driver.Info, error) bool) {
-		if err := s.checkBodies(ctx); err != nil {
-			yield(driver.Info{}, err)
+	return paged(func() error { return s.checkBodies(ctx) }, []byte{}, func(after []byte) ([]driver.Info, error) {
+		return s.bodyPage(ctx, after)
+	}, func(last driver.Info) []byte {
+		after, _ := decodeKey(last.Key)
+		return after
+	})
+}
+
+// paged yields the items of the pages page fetches, the first after start
+// and each next one after the cursor next gives for the last item of the
+// page before, until a page shorter than listPage. The error of check,
+// run first, is yielded alone: the listing could not start.
+func paged[T, C any](check func() error, start C, page func(after C) ([]T, error), next func(last T) C) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var zero T
+		if err := check(); err != nil {
+			yield(zero, err)
 			return
 		}
-		after := []byte{}
-		for {
-			page, err := s.bodyPage(ctx, after)
+		for after := start; ; {
+			items, err := page(after)
 			if err != nil {
-				yield(driver.Info{}, err)
+				yield(zero, err)
 				return
 			}
-			for _, info := range page {
-				if !yield(info, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if len(page) < listPage {
+			if len(items) < listPage {
 				return
 			}
-			after, _ = decodeKey(page[len(page)-1].Key)
+			after = next(items[len(items)-1])
 		}
 	}
 }

@@ -10,16 +10,12 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hybridctx/hybridctx/workspace/internal/keylock"
 )
 
-// Lock polling: a first short pause, doubled up to a ceiling, so that a
-// waiter notices both a released lock and a cancelled ctx quickly without
-// holding a connection while it waits.
-const (
-	lockPollMin   = time.Millisecond
-	lockPollMax   = 20 * time.Millisecond
-	unlockTimeout = 10 * time.Second
-)
+// unlockTimeout bounds the release of an advisory lock.
+const unlockTimeout = 10 * time.Second
 
 // Lock takes a PostgreSQL session advisory lock on a hash of the schema and
 // key, so that it excludes every process on every machine sharing the
@@ -37,13 +33,8 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err 
 		return nil, err
 	}
 	id := lockID(s.schema, key)
-	pause := lockPollMin
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	var wait keylock.Backoff // between attempts, holding no connection
+	defer wait.Stop()
 	for {
 		conn, err := s.locks.Acquire(ctx)
 		if err != nil {
@@ -59,17 +50,9 @@ func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err 
 			return s.unlocker(conn, id), nil
 		}
 		conn.Release()
-		if timer == nil {
-			timer = time.NewTimer(pause)
-		} else {
-			timer.Reset(pause)
+		if err := wait.Wait(ctx); err != nil {
+			return nil, fmt.Errorf("pgstore: lock: %w", err)
 		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("pgstore: lock: %w", ctx.Err())
-		case <-timer.C:
-		}
-		pause = min(2*pause, lockPollMax)
 	}
 }
 

@@ -121,31 +121,12 @@ type recordKey struct {
 // held while the caller works; a record touched during the iteration may
 // therefore be seen twice or not at all.
 func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artifact.Record, error] {
-	return func(yield func(artifact.Record, error) bool) {
-		if err := s.check(ctx); err != nil {
-			yield(artifact.Record{}, err)
-			return
-		}
-		var after *recordKey
-		for {
-			page, err := s.recordPage(ctx, q, after)
-			if err != nil {
-				yield(artifact.Record{}, err)
-				return
-			}
-			for _, rec := range page {
-				if !yield(rec, nil) {
-					return
-				}
-			}
-			if len(page) < listPage {
-				return
-			}
-			last := page[len(page)-1]
-			sum := last.Ref.Sum()
-			after = &recordKey{used: last.LastUsedAt, digest: sum[:], owner: last.Owner}
-		}
-	}
+	return paged(func() error { return s.check(ctx) }, (*recordKey)(nil), func(after *recordKey) ([]artifact.Record, error) {
+		return s.recordPage(ctx, q, after)
+	}, func(last artifact.Record) *recordKey {
+		sum := last.Ref.Sum()
+		return &recordKey{used: last.LastUsedAt, digest: sum[:], owner: last.Owner}
+	})
 }
 
 func (s *Store) recordPage(ctx context.Context, q driver.Query, after *recordKey) ([]artifact.Record, error) {
