@@ -68,16 +68,21 @@ type Shortfall uint8
 
 // The reasons a step can fall short of the budget.
 const (
-	// ShortKeepRecent: the results that are never masked (the recent ones,
-	// and what is already masked) hold more than the budget.
+	// ShortKeepRecent: the most recent results, which are never masked,
+	// hold more than the budget on their own.
 	ShortKeepRecent Shortfall = iota + 1
 	// ShortExcluded: the results of excluded tools hold too much.
 	ShortExcluded
 	// ShortOffloadFailed: storing a result failed; it stayed inline.
 	ShortOffloadFailed
+	// ShortMasks: every result that could be masked is, and the masks
+	// (at least a reference each) with the results too small to mask hold
+	// more than the budget: a budget too small for the number of results.
+	ShortMasks
 )
 
-var shortfallNames = [...]string{ShortKeepRecent: "keep_recent", ShortExcluded: "excluded_tools", ShortOffloadFailed: "offload_failed"}
+var shortfallNames = [...]string{ShortKeepRecent: "keep_recent", ShortExcluded: "excluded_tools",
+	ShortOffloadFailed: "offload_failed", ShortMasks: "masks_over_budget"}
 
 func (s Shortfall) String() string { return name(shortfallNames[:], uint8(s), "shortfall") }
 
@@ -263,14 +268,24 @@ func (c *Compactor) Compact(ctx context.Context, calls []string, results []Histo
 			out.Shortfall = ShortOffloadFailed
 		case excluded:
 			out.Shortfall = ShortExcluded
-		default:
+		case sum(weights[max(0, last):]) > h.Budget:
 			out.Shortfall = ShortKeepRecent
+		default:
+			out.Shortfall = ShortMasks
 		}
 	}
 	if c.obs != nil {
 		c.obs.ObserveCompaction(out)
 	}
 	return out, nil
+}
+
+func sum(v []int64) int64 {
+	var n int64
+	for _, x := range v {
+		n += x
+	}
+	return n
 }
 
 // weight is what a text counts against the budget: tokens with a

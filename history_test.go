@@ -127,6 +127,13 @@ func TestCompactKeepRecentAndExcluded(t *testing.T) {
 	if err != nil || !got.OverBudget || got.Shortfall != hybridctx.ShortKeepRecent || got.Masked != 5 {
 		t.Fatalf("keep recent: %+v, %v", got, err)
 	}
+	// A budget too small for the masks of every result.
+	few := compactor(t, historyOff(t, e, 4096, hybridctx.HistoryPolicy{Budget: 500, KeepRecent: -1}))
+	calls, rs = inlineHistory(10, 400)
+	got2, err := few.Compact(e.ctx, calls, rs)
+	if err != nil || got2.Masked != 10 || !got2.OverBudget || got2.Shortfall != hybridctx.ShortMasks || got2.Shortfall.String() != "masks_over_budget" {
+		t.Fatalf("masks over budget: %+v, %v", got2, err)
+	}
 	b, _ := got.Shortfall.MarshalText()
 	if string(b) != "keep_recent" || hybridctx.Shortfall(9).String() != "shortfall(9)" {
 		t.Fatalf("shortfall name %q", b)
