@@ -38,6 +38,11 @@ type HistoryResult struct {
 	// the workspace (RecoveredResult fills them); Length 0 means len(Text).
 	Ref            artifact.Ref
 	Offset, Length int64
+	// Keep marks a result the integration cannot replace (content that is
+	// not text, or a read tool's answer whose source it does not know): it
+	// counts against the budget but is never masked, like an excluded
+	// tool's.
+	Keep bool
 }
 
 // RecoveredResult returns the history entry of a tool message holding the
@@ -238,7 +243,7 @@ func (c *Compactor) Compact(ctx context.Context, calls []string, results []Histo
 			return nil, err
 		}
 		r := results[i]
-		if h.excluded(r.Call.Tool) {
+		if r.Keep || h.excluded(r.Call.Tool) {
 			excluded = true
 			continue
 		}

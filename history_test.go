@@ -121,8 +121,13 @@ func TestCompactKeepRecentAndExcluded(t *testing.T) {
 	if !got.OverBudget || got.Shortfall != hybridctx.ShortExcluded {
 		t.Fatalf("over budget %v, shortfall %v", got.OverBudget, got.Shortfall)
 	}
+	// A result the caller keeps counts like an excluded tool's.
+	rs[1].Call.Tool, rs[1].Keep = "t", true
+	if got, err := c.Compact(e.ctx, calls, rs); err != nil || got.Results[1].Masked || got.Shortfall != hybridctx.ShortExcluded {
+		t.Fatalf("kept: %+v %v", got, err)
+	}
 	// Without an excluded tool, the recent results are what holds it over.
-	rs[1].Call.Tool = "t"
+	rs[1].Keep = false
 	got, err = c.Compact(e.ctx, calls, rs)
 	if err != nil || !got.OverBudget || got.Shortfall != hybridctx.ShortKeepRecent || got.Masked != 5 {
 		t.Fatalf("keep recent: %+v, %v", got, err)

@@ -14,8 +14,9 @@ import (
 // for concurrent use.
 type Dispatcher struct {
 	off   *hybridctx.Offloader
-	reads *readtools.Set
-	hook  func(context.Context, string, *hybridctx.OffloadResult)
+	reads   *readtools.Set
+	hook    func(context.Context, string, *hybridctx.OffloadResult)
+	compact *hybridctx.Compactor // nil without a history budget
 }
 
 // NewDispatcher returns a Dispatcher deciding results with off and serving
@@ -31,7 +32,11 @@ func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names re
 	if err != nil {
 		return nil, err
 	}
-	return &Dispatcher{off: off, reads: reads, hook: hook}, nil
+	d := &Dispatcher{off: off, reads: reads, hook: hook}
+	if off.Policy().History.Enabled() {
+		d.compact, _ = hybridctx.NewCompactor(off, nil)
+	}
+	return d, nil
 }
 
 // Tools returns the read tools' SDK-neutral definitions.
