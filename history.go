@@ -357,7 +357,7 @@ func (c *Compactor) mask(ctx context.Context, r HistoryResult) (CompactedResult,
 		if len(m) >= len(r.Text) {
 			return keep, nil
 		}
-		d, err := c.off.forTool(r.Call.Tool).maskRecovered(ctx, r.Ref, n, m)
+		d, err := c.off.forTool(r.Call.Tool).maskRecovered(ctx, r.Ref, int64(len(r.Text)), m)
 		if err != nil {
 			return keep, err
 		}
@@ -402,7 +402,8 @@ func (o *Offloader) maskText(ctx context.Context, call Call, text string) (*Offl
 
 // maskRecovered reports the decision that masks a recovered segment: it
 // points to where the bytes came from and stores nothing (content
-// recovered_context, existing_reference, history_budget).
+// recovered_context, existing_reference, history_budget). n is the bytes
+// the mask takes out of the conversation, the segment's.
 func (o *Offloader) maskRecovered(ctx context.Context, ref artifact.Ref, n int64, mask string) (*OffloadResult, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
