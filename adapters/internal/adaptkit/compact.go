@@ -17,27 +17,42 @@ type ToolText struct {
 	Keep         bool
 }
 
-// Compact applies the policy's history budget (see docs/history.md) to the
-// tool results of one SDK history, before a model call: it returns the new
-// text of each result and whether it changed, or nil, nil when nothing
-// changes (no budget, or the content within it). A text that is a notice or
-// a mask is a notice; a read tool's answer is kept (the adapter does not
-// know the range it came from, and it was stored once already); any other
-// text is an inline result. The error wraps hybridctx.ErrInvalidHistory for
-// a history whose results and calls do not pair, or is the context's; the
-// history is then unchanged.
+// Compact applies the policy's history budget to the tool results of one
+// SDK history (see CompactTexts); the Dispatcher's read tools are the ones
+// whose answers are kept.
 func (d *Dispatcher) Compact(ctx context.Context, calls []ToolCall, results []ToolText) ([]string, []bool, error) {
-	if d.compact == nil {
-		if err := ctx.Err(); err != nil {
-			return nil, nil, err
-		}
-		return nil, nil, nil
+	return CompactTexts(ctx, d.compact, d.reads.Has, calls, results)
+}
+
+// NewCompactor returns the compactor of off's policy, or nil when the
+// policy has no history budget.
+func NewCompactor(off *hybridctx.Offloader) *hybridctx.Compactor {
+	if off == nil || !off.Policy().History.Enabled() {
+		return nil
+	}
+	c, _ := hybridctx.NewCompactor(off, nil)
+	return c
+}
+
+// CompactTexts applies the history budget of c's policy (see
+// docs/history.md) to the tool results of one SDK history, before a model
+// call: it returns the new text of each result and whether it changed, or
+// nil, nil when nothing changes (a nil c, or the content within the
+// budget). A text that is a notice or a mask is a notice; the answer of a
+// tool isRead names is kept (the adapter does not know the range it came
+// from, and it was stored once already); any other text is an inline
+// result. The error wraps hybridctx.ErrInvalidHistory for a history whose
+// results and calls do not pair, or is the context's; the history is then
+// unchanged.
+func CompactTexts(ctx context.Context, c *hybridctx.Compactor, isRead func(string) bool, calls []ToolCall, results []ToolText) ([]string, []bool, error) {
+	if c == nil {
+		return nil, nil, ctx.Err()
 	}
 	ids := make([]string, len(calls))
 	tools := make(map[string]string, len(calls))
-	for i, c := range calls {
-		ids[i] = c.ID
-		tools[c.ID] = c.Tool
+	for i, tc := range calls {
+		ids[i] = tc.ID
+		tools[tc.ID] = tc.Tool
 	}
 	rs := make([]hybridctx.HistoryResult, len(results))
 	for i, r := range results {
@@ -45,12 +60,12 @@ func (d *Dispatcher) Compact(ctx context.Context, calls []ToolCall, results []To
 		h := hybridctx.HistoryResult{Call: hybridctx.Call{Tool: tool, ID: r.CallID}, Text: r.Text, Form: hybridctx.FormInline, Keep: r.Keep}
 		if _, ok := hybridctx.ParseStoredText(r.Text); ok {
 			h.Form = hybridctx.FormNotice
-		} else if d.reads.Has(tool) {
+		} else if isRead(tool) {
 			h.Keep = true
 		}
 		rs[i] = h
 	}
-	out, err := d.compact.Compact(ctx, ids, rs)
+	out, err := c.Compact(ctx, ids, rs)
 	if err != nil || out.Masked == 0 {
 		return nil, nil, err
 	}

@@ -13,7 +13,7 @@ import (
 // host's run function with its result decided by the Offloader. It is safe
 // for concurrent use.
 type Dispatcher struct {
-	off   *hybridctx.Offloader
+	off     *hybridctx.Offloader
 	reads   *readtools.Set
 	hook    func(context.Context, string, *hybridctx.OffloadResult)
 	compact *hybridctx.Compactor // nil without a history budget
@@ -32,11 +32,7 @@ func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names re
 	if err != nil {
 		return nil, err
 	}
-	d := &Dispatcher{off: off, reads: reads, hook: hook}
-	if off.Policy().History.Enabled() {
-		d.compact, _ = hybridctx.NewCompactor(off, nil)
-	}
-	return d, nil
+	return &Dispatcher{off: off, reads: reads, hook: hook, compact: NewCompactor(off)}, nil
 }
 
 // Tools returns the read tools' SDK-neutral definitions.
