@@ -60,7 +60,12 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 // Every tool response in the request not yet decided (and not from a read
 // tool) is decided with off: kept when inline, its output replaced by the
 // bounded notice (a string) when stored, by the categorical notice when
-// the decision failed. off must not be nil.
+// the decision failed. When off's policy has a history budget, the
+// request's tool responses are then compacted (see docs/history.md): the
+// oldest over the budget get their mask as output, in the conversation
+// itself, so later turns keep the same prefix. A request whose tool
+// responses do not pair with its requests then fails with an error
+// wrapping hybridctx.ErrInvalidHistory. off must not be nil.
 func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 	if off == nil {
 		panic("genkit.Middleware: nil Offloader")
@@ -73,6 +78,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 	n := adaptkit.NamesFor(off, names)
 	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
 		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
+	history := adaptkit.NewCompactor(off)
 	return func(next core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk]) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
 		return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			for _, m := range req.Messages {
@@ -91,6 +97,11 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 						return nil, err
 					}
 					m.Content[i] = np
+				}
+			}
+			if history != nil {
+				if err := compact(ctx, history, reads, req.Messages); err != nil {
+					return nil, err
 				}
 			}
 			return next(ctx, req, cb)
