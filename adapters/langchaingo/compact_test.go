@@ -11,8 +11,8 @@ import (
 	"github.com/tmc/langchaingo/llms"
 
 	"github.com/hybridctx/hybridctx"
-	hybridlc "github.com/hybridctx/hybridctx/adapters/langchaingo"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
+	hybridlc "github.com/hybridctx/hybridctx/adapters/langchaingo"
 )
 
 func pageText(n int) string {
