@@ -180,7 +180,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	case ctx.Err() != nil:
 		// Cancelled while waiting for input: no decision, whatever arrived.
 		return nil, ctx.Err()
-	case err == io.EOF && o.policy.overTokens(head, "", false):
+	case err == io.EOF && o.policy.ThresholdTokens > 0 && o.policy.overTokens(head, "", false):
 		// Within the byte threshold but over the token bound: stored like
 		// a small stream (below).
 		st := &storing{o: o, call: call, rewind: rewind, read: n, size: n}
