@@ -13,6 +13,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	hybridanthropic "github.com/hybridctx/hybridctx/adapters/anthropic"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
+	"github.com/hybridctx/hybridctx/sink"
 )
 
 // budgetHistory builds n turns of the SDK's messages: an assistant
@@ -36,7 +37,8 @@ func budgetHistory(t *testing.T, h *hybridanthropic.Handler, n int) ([]sdk.Messa
 func TestCompact(t *testing.T) {
 	env := adapttest.New(t, &hybridctx.Policy{InlineThreshold: adapttest.Threshold,
 		History: hybridctx.HistoryPolicy{Budget: 8192, LowWater: 4096, KeepRecent: 2}})
-	h, err := hybridanthropic.New(env.Off, env.Reh, nil)
+	sum := sink.NewSummary()
+	h, err := hybridanthropic.New(env.Off, env.Reh, &hybridanthropic.Options{Compaction: sum})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +126,9 @@ func TestCompact(t *testing.T) {
 	}
 	if masked == 0 || tool > 8192 {
 		t.Fatalf("%d masked, tool content %d", masked, tool)
+	}
+	if r := sum.Report().History; r.Compactions != 1 || r.Masked != int64(masked) || r.BytesTakenOut <= 0 {
+		t.Fatalf("run summary %+v", r)
 	}
 	// Compacting again changes nothing.
 	again, err := h.Compact(ctx, out)

@@ -36,6 +36,9 @@ type Options struct {
 	// call it decided, for the host (the model sees only the decision's
 	// Text). It runs on the tool-call goroutine.
 	OnDecision func(ctx context.Context, in *compose.ToolInput, out *hybridctx.OffloadResult)
+	// Compaction, when set, is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
 }
 
 // ErrNilOffloader is returned for a nil Offloader.
@@ -215,7 +218,11 @@ func AgentMiddleware(off *hybridctx.Offloader, rts *agent.ReadTools, opts *Optio
 		AdditionalTools: tools,
 		WrapToolCall:    mw,
 	}
-	if c := adaptkit.NewCompactor(off); c != nil {
+	var obs hybridctx.CompactionObserver
+	if opts != nil {
+		obs = opts.Compaction
+	}
+	if c := adaptkit.NewCompactor(off, obs); c != nil {
 		reads := map[string]bool{rts.Read().Name(): true, rts.Search().Name(): true, rts.Query().Name(): true}
 		am.BeforeChatModel = func(ctx context.Context, st *adk.ChatModelAgentState) error {
 			return CompactMessages(ctx, c, func(n string) bool { return reads[n] }, st.Messages)

@@ -48,6 +48,9 @@ type Options struct {
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice).
 	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
+	// Compaction, when set (Middleware), is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
 }
 
 // ErrNilRehydrator is returned by ReadTools for a nil Rehydrator.
@@ -72,13 +75,14 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 	}
 	var names readtools.Names
 	var hook func(context.Context, string, *hybridctx.OffloadResult)
+	var obs hybridctx.CompactionObserver
 	if opts != nil {
-		names, hook = opts.Names, opts.OnDecision
+		names, hook, obs = opts.Names, opts.OnDecision, opts.Compaction
 	}
 	n := adaptkit.NamesFor(off, names)
 	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
 		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
-	history := adaptkit.NewCompactor(off)
+	history := adaptkit.NewCompactor(off, obs)
 	return func(next core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk]) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
 		return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			for _, m := range req.Messages {

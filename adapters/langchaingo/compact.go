@@ -26,8 +26,9 @@ import (
 // context's; msgs is then returned unchanged.
 func Compact(ctx context.Context, off *hybridctx.Offloader, msgs []llms.MessageContent, opts *Options) ([]llms.MessageContent, error) {
 	var names readtools.Names
+	var obs hybridctx.CompactionObserver
 	if opts != nil {
-		names = opts.Names
+		names, obs = opts.Names, opts.Compaction
 	}
 	n := adaptkit.NamesFor(off, names)
 	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
@@ -50,7 +51,7 @@ func Compact(ctx context.Context, off *hybridctx.Offloader, msgs []llms.MessageC
 			}
 		}
 	}
-	texts, changed, err := adaptkit.CompactTexts(ctx, adaptkit.NewCompactor(off), func(n string) bool { return reads[n] }, calls, results)
+	texts, changed, err := adaptkit.CompactTexts(ctx, adaptkit.NewCompactor(off, obs), func(n string) bool { return reads[n] }, calls, results)
 	if err != nil || texts == nil {
 		return msgs, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
 	hybridlc "github.com/hybridctx/hybridctx/adapters/langchaingo"
+	"github.com/hybridctx/hybridctx/sink"
 )
 
 func pageText(n int) string {
@@ -39,9 +40,10 @@ func TestCompact(t *testing.T) {
 	ctx := context.Background()
 	msgs := history(8)
 	before, _ := json.Marshal(msgs)
-	out, err := hybridlc.Compact(ctx, env.Off, msgs, nil)
-	if err != nil {
-		t.Fatal(err)
+	sum := sink.NewSummary()
+	out, err := hybridlc.Compact(ctx, env.Off, msgs, &hybridlc.Options{Compaction: sum})
+	if err != nil || sum.Report().History.Compactions != 1 {
+		t.Fatalf("%v, run summary %+v", err, sum.Report().History)
 	}
 	if after, _ := json.Marshal(msgs); string(after) != string(before) || len(out) != len(msgs) {
 		t.Fatal("input modified, or messages added or dropped")

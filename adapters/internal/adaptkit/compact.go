@@ -24,14 +24,19 @@ func (d *Dispatcher) Compact(ctx context.Context, calls []ToolCall, results []To
 	return CompactTexts(ctx, d.compact, d.reads.Has, calls, results)
 }
 
-// NewCompactor returns the compactor of off's policy, or nil when the
-// policy has no history budget.
-func NewCompactor(off *hybridctx.Offloader) *hybridctx.Compactor {
+// NewCompactor returns the compactor of off's policy, telling obs (when
+// non-nil) of every step, or nil when the policy has no history budget.
+func NewCompactor(off *hybridctx.Offloader, obs hybridctx.CompactionObserver) *hybridctx.Compactor {
 	if off == nil || !off.Policy().History.Enabled() {
 		return nil
 	}
-	c, _ := hybridctx.NewCompactor(off, nil)
+	c, _ := hybridctx.NewCompactor(off, &hybridctx.CompactorOptions{Observer: obs})
 	return c
+}
+
+// ObserveCompactions makes d tell obs of every compaction step.
+func (d *Dispatcher) ObserveCompactions(obs hybridctx.CompactionObserver) {
+	d.compact = NewCompactor(d.off, obs)
 }
 
 // CompactTexts applies the history budget of c's policy (see

@@ -32,7 +32,7 @@ func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names re
 	if err != nil {
 		return nil, err
 	}
-	return &Dispatcher{off: off, reads: reads, hook: hook, compact: NewCompactor(off)}, nil
+	return &Dispatcher{off: off, reads: reads, hook: hook, compact: NewCompactor(off, nil)}, nil
 }
 
 // Tools returns the read tools' SDK-neutral definitions.
