@@ -70,6 +70,9 @@ const (
 	FilterError
 	// LimitExceeded: a view hit its time or memory bound.
 	LimitExceeded
+	// HistoryBudget: a history over its budget masked the result (see
+	// docs/history.md). Valid for offloaded and existing_reference.
+	HistoryBudget
 )
 
 // View says what a rehydration turned the verified body into (§13). Every
@@ -118,6 +121,7 @@ var reasonNames = [...]string{
 	DigestMismatch: "digest_mismatch", BodyMissing: "body_missing", OwnerMismatch: "owner_mismatch",
 	BudgetExceeded: "budget_exceeded", MalformedReference: "malformed_reference",
 	NotJSON: "not_json", FilterError: "filter_error", LimitExceeded: "limit_exceeded",
+	HistoryBudget: "history_budget",
 }
 
 func name(names []string, v uint8, kind string) string {
@@ -158,8 +162,8 @@ func (o Outcome) Operation() Operation {
 // validPairs is the closed table of (outcome, reason) pairs of the spec.
 var validPairs = [...][]Reason{
 	Inline:            {BelowThreshold, RecoveredSegmentBypass},
-	Offloaded:         {ThresholdExceeded, ReplacedCorruptBody},
-	ExistingReference: {ExistingContentMatch},
+	Offloaded:         {ThresholdExceeded, ReplacedCorruptBody, HistoryBudget},
+	ExistingReference: {ExistingContentMatch, HistoryBudget},
 	Failed:            {NoAuthorizedWorkspace, ExceedsMaxArtifactSize, WorkspaceWriteFailed, WorkspaceReadFailed},
 	RecoveryRequired:  {CanceledAfterWrite, RecordCommitFailed},
 	Resolved:          {DigestVerified},
@@ -176,7 +180,7 @@ var validPairs = [...][]Reason{
 const NumOutcomes = int(ViewFailed) + 1
 
 // NumReasons is one more than the largest Reason.
-const NumReasons = int(LimitExceeded) + 1
+const NumReasons = int(HistoryBudget) + 1
 
 // ValidPair reports whether reason is one of the reasons outcome can have.
 func ValidPair(o Outcome, r Reason) bool {

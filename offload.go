@@ -166,7 +166,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 	if isStr {
 		n = int64(len(str))
 	}
-	if n <= o.policy.InlineThreshold {
+	if n <= o.policy.InlineThreshold && (o.policy.ThresholdTokens == 0 || !o.policy.overTokens(b, str, isStr)) {
 		out := &OffloadResult{Original: result, content: b, str: str, isStr: isStr}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	}

@@ -89,6 +89,7 @@ type storing struct {
 	rewind  rewinder           // stream input: restores the source, if it can
 	read    int64              // stream input: bytes consumed
 	head    *previewTap        // stream input: the body's first bytes, for the preview
+	mask    bool               // a history over its budget masks the result
 }
 
 func (st *storing) discard() {
@@ -102,6 +103,10 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
+		if st.mask {
+			out := &OffloadResult{Ref: st.ref, Notice: renderMask(o.policy, st.ref, st.size, st.lines, -1, st.kind)}
+			return o.finish(ctx, out, oc, HistoryBudget, st.size)
+		}
 		so := new(storedOutcome)
 		notice := storedNotice(&so.notice, st.facts(), o.policy)
 		so.out = OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
@@ -199,6 +204,20 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	case ctx.Err() != nil:
 		// Cancelled while waiting for input: no decision, whatever arrived.
 		return nil, ctx.Err()
+	case err == io.EOF && o.policy.ThresholdTokens > 0 && o.policy.overTokens(head, "", false):
+		// Within the byte threshold but over the token bound: stored like
+		// a small stream (below).
+		st := &storing{o: o, call: call, rewind: rewind, read: n, size: n}
+		if o.binding == nil || o.binding.store == nil {
+			return st.result(ctx, Failed, NoAuthorizedWorkspace)
+		}
+		st.bytes = head
+		err := st.digestBytes(ctx)
+		st.bytes = nil
+		if err != nil {
+			return st.abort(err)
+		}
+		return st.decide(ctx)
 	case err == io.EOF:
 		out := &OffloadResult{Consumed: n}
 		if n > 0 {

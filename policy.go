@@ -56,6 +56,17 @@ type Policy struct {
 	// are stored one by one until the rest fits (SPEC §11.2). Zero means
 	// DefaultResultThresholdFactor × InlineThreshold; it must be >= 0.
 	ResultThreshold int64
+	// History bounds the whole conversation's tool content (see
+	// docs/history.md); the zero value means no bound.
+	History HistoryPolicy
+	// Tokenizer, when set, counts tokens: the history budget is then in
+	// tokens, and ThresholdTokens may bound each result. Nil means the
+	// budget is in bytes.
+	Tokenizer Tokenizer
+	// ThresholdTokens, when > 0, also offloads a result at or below
+	// InlineThreshold bytes whose Tokenizer count is over it: a result stays
+	// inline only within both bounds. It needs a Tokenizer.
+	ThresholdTokens int64
 }
 
 // DefaultResultThresholdFactor gives Policy.ResultThreshold when it is zero:
@@ -75,6 +86,12 @@ func (p Policy) Validate() error {
 	}
 	if p.ResultThreshold < 0 {
 		return fmt.Errorf("%w: result threshold must be >= 0", ErrInvalidPolicy)
+	}
+	if p.ThresholdTokens < 0 || p.ThresholdTokens > 0 && p.Tokenizer == nil {
+		return fmt.Errorf("%w: a token threshold must be >= 0 and needs a tokenizer", ErrInvalidPolicy)
+	}
+	if err := p.History.validate(); err != nil {
+		return err
 	}
 	if n := p.ReadToolName; n != "" {
 		if len(n) > MaxReadToolNameLen {

@@ -49,6 +49,8 @@ type Segment struct {
 	body   []byte
 	at     time.Time
 	valid  bool
+	view   View  // what the bytes are: a range or whole lines of the body, or a view's answer
+	exact  int64 // how many of body's first bytes are the body's own, from offset
 }
 
 // Ref returns the reference the segment was read from.
@@ -212,7 +214,7 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 		return nil, err
 	}
 	if w == nil {
-		out.Segment = h.segment(out.Ref, out.Offset, rec.Size, body)
+		out.Segment = h.segment(ViewRange, out.Ref, out.Offset, rec.Size, body)
 	}
 	h.touch(ctx, rec)
 	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)
@@ -251,8 +253,20 @@ func (h *Rehydrator) locate(ctx context.Context, view View, text string, budget 
 	return out, rec, false, nil
 }
 
-func (h *Rehydrator) segment(r artifact.Ref, off, size int64, body []byte) *Segment {
-	return &Segment{ref: r, offset: off, size: size, body: body, at: h.clock().UTC(), valid: true}
+func (h *Rehydrator) segment(v View, r artifact.Ref, off, size int64, body []byte) *Segment {
+	return &Segment{ref: r, offset: off, size: size, body: body, at: h.clock().UTC(), valid: true,
+		view: v, exact: int64(len(body))}
+}
+
+// Range returns the bytes of the body the segment holds exactly: from
+// offset, length bytes. For a range or lines read they are the segment's
+// bytes (before a note WithNote added); for a search or query answer, which
+// is not a part of the body, they are the whole body.
+func (s *Segment) Range() (offset, length int64) {
+	if s.view == ViewRange || s.view == ViewLines {
+		return s.offset, s.exact
+	}
+	return 0, s.size
 }
 
 // touch refreshes the record's last-used time, at most hourly: reading a

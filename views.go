@@ -190,7 +190,7 @@ func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget
 	h.touch(ctx, rec)
 	if a.outcome == Resolved {
 		out.Offset, out.Length = a.offset, int64(len(a.body))
-		out.Segment = h.segment(out.Ref, a.offset, rec.Size, a.body)
+		out.Segment = h.segment(view, out.Ref, a.offset, rec.Size, a.body)
 	}
 	return h.finish(ctx, out, a.outcome, a.reason, a.observed, budget, 0)
 }

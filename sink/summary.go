@@ -28,6 +28,7 @@ type Summary struct {
 	rehyd    int64
 	inlineMx int64
 	in, out  int64
+	history  HistoryReport
 }
 
 // NewSummary returns an empty Summary.
@@ -69,6 +70,37 @@ func (s *Summary) Emit(_ context.Context, e *hybridctx.Event) error {
 	return nil
 }
 
+// ObserveCompaction implements hybridctx.CompactionObserver: it counts the
+// history's compaction steps, the results they masked and what they took
+// out of the conversation.
+func (s *Summary) ObserveCompaction(c *hybridctx.Compaction) {
+	if c == nil || !c.Stepped {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := &s.history
+	h.Compactions++
+	h.Masked += int64(c.Masked)
+	h.BytesTakenOut += c.Before.Bytes - c.After.Bytes
+	h.TokensTakenOut += c.Before.Tokens - c.After.Tokens
+	if c.OverBudget {
+		h.OverBudget++
+	}
+}
+
+// HistoryReport counts what the history budget did in a run (see
+// docs/history.md): compaction steps, results masked, bytes and tokens they
+// took out of the conversation, and steps that could not bring the history
+// within its budget.
+type HistoryReport struct {
+	Compactions    int64 `json:"compactions"`
+	Masked         int64 `json:"masked"`
+	BytesTakenOut  int64 `json:"bytes_taken_out"`
+	TokensTakenOut int64 `json:"tokens_taken_out"`
+	OverBudget     int64 `json:"over_budget"`
+}
+
 // KeptOutOfContext returns the bytes one decision kept out of the
 // conversation: for offloaded and existing_reference, the result's size
 // minus the 82-byte reference that replaced it (never negative); 0 for every
@@ -88,7 +120,9 @@ func KeptOutOfContext(d *hybridctx.Diagnostics) int64 {
 //	 "outcomes": {"<outcome>": N},
 //	 "bytes_kept_out_of_context": N, "bytes_rehydrated": N,
 //	 "largest_inline_bytes": N,
-//	 "offload_input_bytes": N, "offload_output_bytes": N}
+//	 "offload_input_bytes": N, "offload_output_bytes": N,
+//	 "history": {"compactions": N, "masked": N, "bytes_taken_out": N,
+//	             "tokens_taken_out": N, "over_budget": N}}
 //
 // with snake_case category names and only the categories that occurred.
 type SummaryReport struct {
@@ -113,6 +147,9 @@ type SummaryReport struct {
 	// conversation by the diagnostics' attribution (82 per reference).
 	OffloadInputBytes  int64 `json:"offload_input_bytes"`
 	OffloadOutputBytes int64 `json:"offload_output_bytes"`
+	// History counts the history budget's compaction steps (all zero
+	// without one).
+	History HistoryReport `json:"history"`
 }
 
 // Count returns the number of events with the given outcome and reason.
@@ -129,7 +166,7 @@ func (s *Summary) Report() SummaryReport {
 		Decisions:             map[hybridctx.Operation]map[hybridctx.Outcome]map[hybridctx.Reason]int64{},
 		Outcomes:              map[hybridctx.Outcome]int64{},
 		BytesKeptOutOfContext: s.kept, BytesRehydrated: s.rehyd, LargestInlineBytes: s.inlineMx,
-		OffloadInputBytes: s.in, OffloadOutputBytes: s.out,
+		OffloadInputBytes: s.in, OffloadOutputBytes: s.out, History: s.history,
 	}
 	for oc := range maxOutcome {
 		for rs := range maxReason {

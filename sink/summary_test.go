@@ -222,3 +222,43 @@ func TestSlogPrivacy(t *testing.T) {
 		t.Fatal("nil logger")
 	}
 }
+
+func TestSummaryCountsCompactions(t *testing.T) {
+	mem := memstore.New()
+	bind, _ := hybridctx.NewBinding(artifact.Owner{User: markUser, Workflow: "wf", Session: markSession}, workspace.New(mem, mem))
+	off, err := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 4096,
+		History: hybridctx.HistoryPolicy{Budget: 2000, KeepRecent: 1}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sink.NewSummary()
+	c, _ := hybridctx.NewCompactor(off, &hybridctx.CompactorOptions{Observer: sum})
+	var calls []string
+	var rs []hybridctx.HistoryResult
+	for i := range 4 {
+		id := markCall + string(rune('a'+i))
+		calls = append(calls, id)
+		rs = append(rs, hybridctx.HistoryResult{Call: hybridctx.Call{Tool: markTool, ID: id},
+			Text: strings.Repeat(markContent+string(rune('a'+i)), 100), Form: hybridctx.FormInline})
+	}
+	got, err := c.Compact(context.Background(), calls, rs)
+	if err != nil || !got.Stepped {
+		t.Fatal(err)
+	}
+	sum.ObserveCompaction(nil)
+	sum.ObserveCompaction(&hybridctx.Compaction{}) // no step: not counted
+	h := sum.Report().History
+	if h.Compactions != 1 || h.Masked != int64(got.Masked) || h.BytesTakenOut != got.Before.Bytes-got.After.Bytes ||
+		h.TokensTakenOut != got.Before.Tokens-got.After.Tokens || h.OverBudget != 0 || h.BytesTakenOut <= 0 {
+		t.Fatalf("history report %+v for %+v", h, got)
+	}
+	b, _ := json.Marshal(sum.Report())
+	for _, m := range []string{markUser, markSession, markTool, markCall, markContent} {
+		if strings.Contains(string(b), m) {
+			t.Fatalf("summary carries %s: %s", m, b)
+		}
+	}
+	if !strings.Contains(string(b), `"history":{"compactions":1,`) {
+		t.Fatalf("summary JSON %s", b)
+	}
+}

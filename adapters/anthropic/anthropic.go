@@ -36,6 +36,9 @@ type Options struct {
 	// name it decided, for the host (the model sees only the notice). It
 	// runs on the goroutine that called Handle.
 	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
+	// Compaction, when set, is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
 }
 
 // ErrNilOffloader is returned by New for a nil Offloader.
@@ -62,6 +65,9 @@ func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*H
 	calls, err := adaptkit.NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
 	if err != nil {
 		return nil, err
+	}
+	if o.Compaction != nil {
+		calls.ObserveCompactions(o.Compaction)
 	}
 	h := &Handler{calls: calls}
 	for _, d := range calls.Tools() {

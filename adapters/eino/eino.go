@@ -2,7 +2,8 @@
 // a compose.ToolMiddleware that sends every tool result through an
 // Offloader, the read tools (read_artifact, search_artifact,
 // query_artifact; package readtools' definitions) as Eino tools, and an
-// adk.AgentMiddleware that installs them on a ChatModelAgent.
+// adk.AgentMiddleware that installs them on a ChatModelAgent and keeps its
+// conversation within the policy's history budget.
 //
 // It lives in its own module so that the hybridctx core does not depend on
 // Eino. Tool errors pass through unchanged (Eino treats them as failures of
@@ -25,6 +26,7 @@ import (
 	"github.com/eino-contrib/jsonschema"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
 	"github.com/hybridctx/hybridctx/agent"
 )
 
@@ -34,6 +36,9 @@ type Options struct {
 	// call it decided, for the host (the model sees only the decision's
 	// Text). It runs on the tool-call goroutine.
 	OnDecision func(ctx context.Context, in *compose.ToolInput, out *hybridctx.OffloadResult)
+	// Compaction, when set, is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
 }
 
 // ErrNilOffloader is returned for a nil Offloader.
@@ -194,7 +199,9 @@ func NewReadTools(rts *agent.ReadTools) ([]tool.BaseTool, error) {
 // AgentMiddleware returns the middleware for an adk.ChatModelAgent: its
 // WrapToolCall is ToolMiddleware(off), its AdditionalTools the three read
 // tools, and its AdditionalInstruction one sentence telling the model how
-// stored results come back.
+// stored results come back. When off's policy has a history budget, its
+// BeforeChatModel compacts the conversation before each model call
+// (CompactMessages).
 func AgentMiddleware(off *hybridctx.Offloader, rts *agent.ReadTools, opts *Options) (adk.AgentMiddleware, error) {
 	mw, err := ToolMiddleware(off, opts)
 	if err != nil {
@@ -204,11 +211,65 @@ func AgentMiddleware(off *hybridctx.Offloader, rts *agent.ReadTools, opts *Optio
 	if err != nil {
 		return adk.AgentMiddleware{}, err
 	}
-	return adk.AgentMiddleware{
+	am := adk.AgentMiddleware{
 		AdditionalInstruction: "Large tool results are stored outside the conversation and replaced by a notice " +
 			"whose first line is an artifact:// reference; find lines in them with " + rts.Search().Name() +
 			", read lines or bytes with " + rts.Read().Name() + ", and query JSON with " + rts.Query().Name() + ".",
 		AdditionalTools: tools,
 		WrapToolCall:    mw,
-	}, nil
+	}
+	var obs hybridctx.CompactionObserver
+	if opts != nil {
+		obs = opts.Compaction
+	}
+	if c := adaptkit.NewCompactor(off, obs); c != nil {
+		reads := map[string]bool{rts.Read().Name(): true, rts.Search().Name(): true, rts.Query().Name(): true}
+		am.BeforeChatModel = func(ctx context.Context, st *adk.ChatModelAgentState) error {
+			return CompactMessages(ctx, c, func(n string) bool { return reads[n] }, st.Messages)
+		}
+	}
+	return am, nil
+}
+
+// CompactMessages applies the history budget of c's policy (see
+// docs/history.md) to msgs in place, before a model call: the tool
+// messages over the budget, oldest first, get their mask as Content, in new
+// *schema.Message values (the ones msgs held are not modified, as other
+// parts of the agent may share them); roles, tool call ids and the order
+// stay. A tool message with multimodal content is never masked, nor is the
+// answer of a tool isRead names. AgentMiddleware installs it as
+// BeforeChatModel when the Offloader's policy has a history budget. The
+// error wraps hybridctx.ErrInvalidHistory for a tool message without its
+// call or two for one call, or is the context's; msgs is then unchanged.
+func CompactMessages(ctx context.Context, c *hybridctx.Compactor, isRead func(string) bool, msgs []*schema.Message) error {
+	var calls []adaptkit.ToolCall
+	var results []adaptkit.ToolText
+	var at []int
+	for i, m := range msgs {
+		if m == nil {
+			continue
+		}
+		switch m.Role {
+		case schema.Assistant:
+			for _, tc := range m.ToolCalls {
+				calls = append(calls, adaptkit.ToolCall{ID: tc.ID, Tool: tc.Function.Name})
+			}
+		case schema.Tool:
+			keep := len(m.MultiContent) > 0 || len(m.UserInputMultiContent) > 0
+			results = append(results, adaptkit.ToolText{CallID: m.ToolCallID, Text: m.Content, Keep: keep})
+			at = append(at, i)
+		}
+	}
+	texts, changed, err := adaptkit.CompactTexts(ctx, c, isRead, calls, results)
+	if err != nil {
+		return err
+	}
+	for k, ch := range changed {
+		if ch {
+			m := *msgs[at[k]]
+			m.Content = texts[k]
+			msgs[at[k]] = &m
+		}
+	}
+	return nil
 }

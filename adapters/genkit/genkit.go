@@ -48,6 +48,9 @@ type Options struct {
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice).
 	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
+	// Compaction, when set (Middleware), is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
 }
 
 // ErrNilRehydrator is returned by ReadTools for a nil Rehydrator.
@@ -60,19 +63,26 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 // Every tool response in the request not yet decided (and not from a read
 // tool) is decided with off: kept when inline, its output replaced by the
 // bounded notice (a string) when stored, by the categorical notice when
-// the decision failed. off must not be nil.
+// the decision failed. When off's policy has a history budget, the
+// request's tool responses are then compacted (see docs/history.md): the
+// oldest over the budget get their mask as output, in the conversation
+// itself, so later turns keep the same prefix. A request whose tool
+// responses do not pair with its requests then fails with an error
+// wrapping hybridctx.ErrInvalidHistory. off must not be nil.
 func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 	if off == nil {
 		panic("genkit.Middleware: nil Offloader")
 	}
 	var names readtools.Names
 	var hook func(context.Context, string, *hybridctx.OffloadResult)
+	var obs hybridctx.CompactionObserver
 	if opts != nil {
-		names, hook = opts.Names, opts.OnDecision
+		names, hook, obs = opts.Names, opts.OnDecision, opts.Compaction
 	}
 	n := adaptkit.NamesFor(off, names)
 	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
 		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
+	history := adaptkit.NewCompactor(off, obs)
 	return func(next core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk]) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
 		return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
 			for _, m := range req.Messages {
@@ -91,6 +101,11 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 						return nil, err
 					}
 					m.Content[i] = np
+				}
+			}
+			if history != nil {
+				if err := compact(ctx, history, reads, req.Messages); err != nil {
+					return nil, err
 				}
 			}
 			return next(ctx, req, cb)

@@ -32,6 +32,9 @@ type Options struct {
 	// defaults. The read tool's must be the Offloader's
 	// Policy.ReadToolName, which the notices name.
 	Names readtools.Names
+	// Compaction, when set (Compact), is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
 }
 
 // ErrNilRehydrator is returned by NewReadTools for a nil Rehydrator.

@@ -40,8 +40,12 @@ type Message struct {
 	// error, or a categorical failed/recovery_required notice.
 	IsError bool
 	// Offload is the decision behind a tool message's content; nil for a
-	// tool error and for the other roles.
+	// tool error and for the other roles. For a masked message it is the
+	// masking decision, or the original one when only a notice shrank.
 	Offload *hybridctx.OffloadResult
+	// Masked marks a tool message the history budget replaced by its mask
+	// (see docs/history.md).
+	Masked bool
 }
 
 // ErrInvariant is wrapped by *InvariantError.
@@ -54,13 +58,19 @@ type InvariantError struct {
 	Index int
 	// Problem is a fixed phrase naming the broken rule.
 	Problem string
-	// Bytes is the message's content size; Threshold the history's.
+	// Bytes is the message's content size; Threshold the history's. For
+	// ProblemOverBudget they are the tool content and the budget (tokens
+	// when the policy has a tokenizer).
 	Bytes, Threshold int64
+	// Shortfall says, for ProblemOverBudget, why the last compaction could
+	// not bring the history within its budget (0 when it did, and results
+	// arrived since).
+	Shortfall hybridctx.Shortfall
 }
 
 // Error implements error. It never repeats message content.
 func (e *InvariantError) Error() string {
-	return fmt.Sprintf("%v: message %d: %s (%d bytes, threshold %d)", ErrInvariant, e.Index, e.Problem, e.Bytes, e.Threshold)
+	return fmt.Sprintf("%v: message %d: %s (%d bytes, threshold %d)%s", ErrInvariant, e.Index, e.Problem, e.Bytes, e.Threshold, shortfallText(e.Shortfall))
 }
 
 // Unwrap returns ErrInvariant.
@@ -83,6 +93,7 @@ var ErrInvalidThreshold = errors.New("agent: history threshold must be > 0")
 type History struct {
 	threshold int64
 	msgs      []Message
+	budget    *budgetState
 }
 
 // NewHistory returns an empty history for the given inline threshold, which
@@ -116,7 +127,11 @@ func (h *History) Messages() []Message { return append([]Message(nil), h.msgs...
 // bytes), or is a recovered segment (its Offload inlined a
 // *hybridctx.Segment with reason recovered_segment_bypass and its content is
 // exactly those bytes); and every tool message answers exactly one earlier
-// assistant tool call. The
+// assistant tool call; and, once the loop compacted the history under a
+// history budget, that the tool messages it weighed hold at most the budget
+// (ProblemOverBudget otherwise, with the Shortfall the step reported). A
+// masked message (Masked) may hold its mask, at most
+// max(threshold, hybridctx.MaxMaskLen) bytes. The
 // error is an *InvariantError naming the first offending message.
 func (h *History) Verify() error {
 	calls := map[string]bool{} // id → answered
@@ -141,7 +156,7 @@ func (h *History) Verify() error {
 			}
 		}
 	}
-	return nil
+	return h.verifyBudget()
 }
 
 // limit is the most bytes tool message m may hold unless it is a recovered
@@ -149,6 +164,9 @@ func (h *History) Verify() error {
 // error without a decision, max(threshold, hybridctx.MaxNoticeLen), since
 // neither is a tool result's body.
 func limit(m Message, threshold int64) int64 {
+	if m.Masked {
+		return max(threshold, hybridctx.MaxMaskLen)
+	}
 	if (m.Offload == nil && m.IsError) || (m.Offload != nil && m.Offload.Notice != "" && m.Content == m.Offload.Notice) {
 		return max(threshold, hybridctx.MaxNoticeLen)
 	}

@@ -40,6 +40,9 @@ type Config struct {
 	ReadTool *agent.ReadTool
 	// MaxTurns bounds the model turns of one Run; 0 means DefaultMaxTurns.
 	MaxTurns int
+	// Compaction, when the middleware's policy has a history budget, is
+	// told of each compaction step (sink.Summary counts them). Optional.
+	Compaction hybridctx.CompactionObserver
 }
 
 // Errors of NewLoop and Run.
@@ -60,6 +63,7 @@ type Loop struct {
 	tools    map[string]agent.ToolFunc
 	specs    []agent.ToolSpec
 	maxTurns int
+	compact  *hybridctx.Compactor // nil without a history budget
 }
 
 // NewLoop validates cfg and returns a Loop.
@@ -73,6 +77,9 @@ func NewLoop(cfg Config) (*Loop, error) {
 	l := &Loop{model: cfg.Model, mw: cfg.Middleware, tools: map[string]agent.ToolFunc{}, maxTurns: cfg.MaxTurns}
 	if l.maxTurns == 0 {
 		l.maxTurns = DefaultMaxTurns
+	}
+	if off := cfg.Middleware.Offloader(); off.Policy().History.Enabled() {
+		l.compact, _ = hybridctx.NewCompactor(off, &hybridctx.CompactorOptions{Observer: cfg.Compaction})
 	}
 	all := cfg.Tools
 	if cfg.ReadTool != nil {
@@ -109,8 +116,14 @@ type Result struct {
 // invariant (History.Verify). h's threshold must be at
 // least the policy's inline threshold.
 //
+// When the policy has a history budget, the history compacts itself before
+// each model call (see docs/history.md): the oldest tool messages over the
+// budget are masked in one step, losslessly.
+//
 // Run returns the context's error when it is cancelled, an error wrapping
-// ErrModel when the model fails, and ErrMaxTurns when the turns run out; h
+// ErrModel when the model fails, an error wrapping
+// hybridctx.ErrInvalidHistory when h's tool messages do not pair with its
+// calls (under a history budget), and ErrMaxTurns when the turns run out; h
 // keeps every message appended until then.
 func (l *Loop) Run(ctx context.Context, h *History) (*Result, error) {
 	if h == nil {
@@ -130,6 +143,11 @@ func (l *Loop) Run(ctx context.Context, h *History) (*Result, error) {
 	for res.Turns < l.maxTurns {
 		if err := ctx.Err(); err != nil {
 			return res, err
+		}
+		if l.compact != nil {
+			if err := h.compact(ctx, l.compact); err != nil {
+				return res, err
+			}
 		}
 		reply, err := l.model.Next(ctx, h.Messages(), l.Tools())
 		if err != nil {

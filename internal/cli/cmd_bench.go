@@ -89,6 +89,7 @@ type benchFlags struct {
 	workload  string
 	emit      string
 	questions bool
+	hist      historyFlags
 }
 
 func (a *app) benchCommand() *cobra.Command {
@@ -109,6 +110,7 @@ func (a *app) benchCommand() *cobra.Command {
 	f.StringVar(&o.workload, "workload", "", `replay this JSON Lines workload ("-" for standard input)`)
 	f.StringVar(&o.emit, "emit-workload", "", `write the generated workload as JSON Lines to FILE ("-" for standard output) and exit`)
 	f.BoolVar(&o.questions, "questions", false, "also answer one question per stored result with byte pages, with the targeted tools and as the notice leads")
+	addHistoryFlags(cmd, &o.hist)
 	return cmd
 }
 
@@ -156,6 +158,9 @@ func (a *app) bench(cmd *cobra.Command, o benchFlags) error {
 	}
 	if o.emit != "" {
 		return a.emitWorkload(o)
+	}
+	if o.hist.on || historyFlagsSet(f) {
+		return a.benchHistory(cmd, o)
 	}
 	src, wl, closeSrc, err := a.benchSource(o)
 	if err != nil {

@@ -25,7 +25,11 @@ nightly build: it fetches a 1 MB build log (offloaded), reads its tail back
 through read_artifact, asks for the whole log (over budget: the model is told
 to page), looks up a small ticket (inline), delegates the test report to a
 sub-agent (which offloads a 30 KB report and reads part of it), fetches the
-log again (existing reference) and answers.
+log again (existing reference) and answers. It starts with the short logs of
+three earlier nights (inline), so tonight's log takes the root's history over
+its budget (--history-budget, default 6144 bytes of tool content; 0 turns it
+off): the two oldest tool results are masked to references, losslessly, in
+one step, and the transcript marks them [masked].
 
 Standard output gets the transcript, one line per message, then the run
 summary: history bytes with and without offload, decisions by outcome, bytes
@@ -46,8 +50,13 @@ erased at the end.
 type demoFlags struct {
 	threshold int64
 	budget    int64
+	history   int64
 	retrieval retrievalFlags
 }
+
+// demoHistoryBudget is the demo's default history budget: small enough
+// that its scenario compacts.
+const demoHistoryBudget = 6144
 
 func (a *app) demoCommand() *cobra.Command {
 	var o demoFlags
@@ -61,6 +70,7 @@ func (a *app) demoCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.Int64Var(&o.threshold, "threshold", 4096, "largest tool result, in bytes, that stays inline (> 0)")
 	f.Int64Var(&o.budget, "budget", agent.DefaultBudgetCap, "cap on every read tool call, in bytes (> 0)")
+	f.Int64Var(&o.history, "history-budget", demoHistoryBudget, "tool content each history may hold before its oldest results are masked, in bytes (0: no budget)")
 	o.retrieval.register(f, false)
 	return cmd
 }
@@ -100,6 +110,9 @@ type demoJSON struct {
 func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
 	if o.threshold <= 0 || o.budget <= 0 {
 		return usagef("--threshold and --budget must be > 0")
+	}
+	if o.history < 0 {
+		return usagef("--history-budget must be >= 0")
 	}
 	if o.threshold > maxThreshold {
 		return usagef("--threshold must be at most %d bytes (64 MiB)", int64(maxThreshold))
@@ -153,13 +166,15 @@ func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
 		return internal("demo", err)
 	}
 	size := run.size()
+	rep := summary.Report()
+	rep.History = run.compactions.Report().History
 	if a.json {
 		return a.writeJSON(demoJSON{RunID: runID, Final: res.Final, Turns: run.turns, ToolCalls: run.calls,
-			History: size, Summary: summary.Report()})
+			History: size, Summary: rep})
 	}
 	var b strings.Builder
 	run.transcript(&b)
-	writeDemoSummary(&b, runID, run, size, summary.Report(), o.threshold)
+	writeDemoSummary(&b, runID, run, size, rep, o.threshold)
 	return a.write([]byte(b.String()))
 }
 
@@ -171,10 +186,15 @@ type demoRun struct {
 	subs     []*loop.History
 	turns    int
 	calls    int
+	// compactions counts the history budget's steps (only those).
+	compactions *sink.Summary
 }
 
 func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
-	policy := hybridctx.Policy{InlineThreshold: o.threshold}
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, History: hybridctx.HistoryPolicy{Budget: o.history, KeepRecent: demoKeepRecent}}
+	if o.history == 0 {
+		policy.History = hybridctx.HistoryPolicy{}
+	}
 	if err := o.retrieval.apply(&policy); err != nil {
 		return nil, err
 	}
@@ -195,13 +215,14 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 		return nil, err
 	}
 	read := tools.Read()
-	r := &demoRun{}
+	r := &demoRun{compactions: sink.NewSummary()}
 	delegate, err := loop.DelegateTool(loop.DelegateOptions{
 		AgentID:     demoSubAgent,
 		Description: "Hand a task to a research sub-agent that can read the test report.",
 		New: func(_ context.Context, task string) (*loop.Loop, *loop.History, error) {
 			l, err := loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(demoSubScript(tools.Query().Name())...),
-				Middleware: mw, Tools: append(demoSubTools(), tools.Search().Tool(), tools.Query().Tool()), ReadTool: read})
+				Middleware: mw, Tools: append(demoSubTools(), tools.Search().Tool(), tools.Query().Tool()), ReadTool: read,
+				Compaction: r.compactions})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -219,7 +240,8 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 		return nil, err
 	}
 	r.root, err = loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(demoRootScript(read.Name(), tools.Search().Name())...),
-		Middleware: mw, Tools: append(demoTools(), delegate, tools.Search().Tool(), tools.Query().Tool()), ReadTool: read})
+		Middleware: mw, Tools: append(demoTools(), delegate, tools.Search().Tool(), tools.Query().Tool()), ReadTool: read,
+		Compaction: r.compactions})
 	if err != nil {
 		return nil, err
 	}
@@ -290,6 +312,8 @@ func (r *demoRun) transcript(w io.Writer) {
 			}
 			tag := string(m.Role)
 			switch {
+			case m.Role == loop.RoleTool && m.Masked:
+				tag += " [masked]"
 			case m.Role == loop.RoleTool && m.Offload != nil && m.Offload.Reason() == hybridctx.RecoveredSegmentBypass:
 				tag += " [recovered]"
 			case m.Role == loop.RoleTool && m.Offload != nil:
@@ -337,6 +361,14 @@ func writeDemoSummary(w io.Writer, runID string, r *demoRun, size loop.Size, rep
 	}
 	fmt.Fprintf(w, "bytes        %s kept out of context, %s rehydrated, largest inline result %s\n",
 		thousands(rep.BytesKeptOutOfContext), thousands(rep.BytesRehydrated), thousands(rep.LargestInlineBytes))
+	if h := rep.History; h.Compactions > 0 {
+		steps := "steps"
+		if h.Compactions == 1 {
+			steps = "step"
+		}
+		fmt.Fprintf(w, "compaction   %d %s masked %d tool results to references, %s bytes out of the history (nothing lost)\n",
+			h.Compactions, steps, h.Masked, thousands(h.BytesTakenOut))
+	}
 	fmt.Fprintf(w, "invariant    ok: no tool message holds a body over the %s-byte threshold\n", thousands(threshold))
 }
 

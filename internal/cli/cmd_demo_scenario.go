@@ -22,6 +22,7 @@ const (
 	demoBuildLines = 20000
 	demoSuites     = 400
 	demoSubAgent   = "researcher"
+	demoKeepRecent = 2
 	demoTask       = "Summarize the failing suites of the nightly test report."
 	demoQuestion   = "The nightly build failed. Find out why, and whether the tests are affected."
 	demoAnswer     = "The nightly build failed because the linker ran out of memory (ld was killed by signal 9 " +
@@ -168,6 +169,12 @@ func readAroundMatch(read string, before, count int64) loop.Step {
 // searching the stored log, not by paging through it.
 func demoRootScript(read, search string) []loop.Step {
 	return []loop.Step{
+		// The short logs of three earlier nights first; tonight's long log
+		// then takes the history over its budget, and the two oldest are
+		// masked.
+		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": 36})),
+		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": 38})),
+		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": 40})),
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
 		onLatest(search, "Searching the stored log for the error.", map[string]any{"pattern": "error", "context_lines": 1}),
 		readAroundMatch(read, 5, 9),

@@ -34,8 +34,10 @@ func TestDemoText(t *testing.T) {
 		"hybridctx    tool [existing_reference] artifact://sha256/",
 		"researcher-1 tool [offloaded]",
 		"query_artifact {\"filter\":\".[] | select(.failures > 0) | {name, failure}\"",
-		"2 agents, 10 model turns, 8 tool calls",
-		"offload      inline 5, offloaded 2, existing_reference 1\n",
+		"2 agents, 13 model turns, 11 tool calls",
+		"offload      inline 8, offloaded 4, existing_reference 1\n",
+		"hybridctx    tool [masked]             artifact://sha256/",
+		"compaction   1 step masked 2 tool results to references",
 		"rehydration  resolved 3\n",
 		"977 rehydrated",
 		"invariant    ok",
@@ -65,8 +67,8 @@ func TestDemoText(t *testing.T) {
 		}
 		n++
 	}
-	if n != 2 {
-		t.Fatalf("%d records, want the log and the report", n)
+	if n != 4 {
+		t.Fatalf("%d records, want the log, the report and the two masked short logs", n)
 	}
 }
 
@@ -102,16 +104,16 @@ func demoJSONRun(t *testing.T, args ...string) demoOut {
 func TestDemoJSONAndRepeat(t *testing.T) {
 	ws := newWorkspace(t)
 	first := demoJSONRun(t, "--workspace", ws, "--session", "fixed", "--run-id", "run-a")
-	if first.RunID != "run-a" || first.Turns != 10 || first.ToolCalls != 8 || first.Summary.Events != 11 || first.Summary.Agents != 2 ||
+	if first.RunID != "run-a" || first.Turns != 13 || first.ToolCalls != 11 || first.Summary.Events != 16 || first.Summary.Agents != 2 ||
 		first.Summary.Rehydrated != 977 || !strings.HasPrefix(first.Final, "The nightly build failed because the linker ran out of memory") {
 		t.Fatalf("first run %+v", first)
 	}
-	if first.History.Bytes*100 > first.History.WithoutOffload || first.Summary.Outcomes["offloaded"] != 2 {
+	if first.History.Bytes*100 > first.History.WithoutOffload || first.Summary.Outcomes["offloaded"] != 4 {
 		t.Fatalf("history %+v, outcomes %v", first.History, first.Summary.Outcomes)
 	}
 	// The same owner again: the same references, nothing new stored.
 	second := demoJSONRun(t, "--workspace", ws, "--session", "fixed")
-	if o := second.Summary.Outcomes; o["offloaded"] != 0 || o["existing_reference"] != 3 || second.History != first.History {
+	if o := second.Summary.Outcomes; o["offloaded"] != 0 || o["existing_reference"] != 5 || second.History != first.History {
 		t.Fatalf("second run %v, history %+v vs %+v", o, second.History, first.History)
 	}
 }
@@ -124,7 +126,7 @@ func TestDemoEvents(t *testing.T) {
 		t.Fatal("the owner reached the output")
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if len(lines) != 11 {
+	if len(lines) != 16 {
 		t.Fatalf("%d event lines:\n%s", len(lines), r.stderr)
 	}
 	children := 0
@@ -165,6 +167,7 @@ func TestDemoUsage(t *testing.T) {
 	for _, args := range [][]string{
 		{"demo", "--threshold", "0", "--workspace", "mem://"},
 		{"demo", "--budget", "-1", "--workspace", "mem://"},
+		{"demo", "--history-budget", "-1", "--workspace", "mem://"},
 		{"demo", "--threshold", "x"},
 		{"demo", "extra", "--workspace", "mem://"},
 		{"demo", "--workspace", "file://host/x"},
@@ -181,6 +184,12 @@ func TestDemoUsage(t *testing.T) {
 	if !strings.Contains(r.stdout, "invariant    ok") || !strings.Contains(r.stdout, "over_budget 3") {
 		t.Fatalf("stdout:\n%s", r.stdout)
 	}
+	// Without a history budget nothing is masked.
+	r = run(t, "demo", "--workspace", "mem://", "--history-budget", "0")
+	wantCode(t, r, ExitOK)
+	if strings.Contains(r.stdout, "[masked]") || strings.Contains(r.stdout, "compaction") {
+		t.Fatalf("masked without a budget:\n%s", r.stdout)
+	}
 }
 
 func TestStatusLine(t *testing.T) {
@@ -193,7 +202,7 @@ func TestStatusLine(t *testing.T) {
 	}
 	mem := memstore.New()
 	bind, _ := hybridctx.NewBinding(artifact.Owner{User: "u", Workflow: "w", Session: "s"}, workspace.New(mem, mem))
-	dr, err := newDemoRun(bind, demoFlags{threshold: 4096, budget: 65536})
+	dr, err := newDemoRun(bind, demoFlags{threshold: 4096, budget: 65536, history: demoHistoryBudget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,8 +212,8 @@ func TestStatusLine(t *testing.T) {
 	}
 	st.clear()
 	out := buf.String()
-	if strings.Count(out, "\r\x1b[K") != 12 || strings.Contains(out, "\n") || !strings.HasSuffix(out, "rehydrated\r\x1b[K") ||
-		!strings.Contains(out, "hybridctx demo · researcher-1 · 8 decisions") {
+	if strings.Count(out, "\r\x1b[K") != 17 || strings.Contains(out, "\n") || !strings.HasSuffix(out, "rehydrated\r\x1b[K") ||
+		!strings.Contains(out, "hybridctx demo · researcher-1 · 13 decisions") {
 		t.Fatalf("status output %q", out)
 	}
 }

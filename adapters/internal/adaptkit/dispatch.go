@@ -13,9 +13,10 @@ import (
 // host's run function with its result decided by the Offloader. It is safe
 // for concurrent use.
 type Dispatcher struct {
-	off   *hybridctx.Offloader
-	reads *readtools.Set
-	hook  func(context.Context, string, *hybridctx.OffloadResult)
+	off     *hybridctx.Offloader
+	reads   *readtools.Set
+	hook    func(context.Context, string, *hybridctx.OffloadResult)
+	compact *hybridctx.Compactor // nil without a history budget
 }
 
 // NewDispatcher returns a Dispatcher deciding results with off and serving
@@ -31,7 +32,7 @@ func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names re
 	if err != nil {
 		return nil, err
 	}
-	return &Dispatcher{off: off, reads: reads, hook: hook}, nil
+	return &Dispatcher{off: off, reads: reads, hook: hook, compact: NewCompactor(off, nil)}, nil
 }
 
 // Tools returns the read tools' SDK-neutral definitions.

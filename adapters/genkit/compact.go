@@ -1,0 +1,87 @@
+package genkit
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+
+	"github.com/firebase/genkit/go/ai"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
+)
+
+// compact applies the history budget of c's policy (see docs/history.md)
+// to the request's tool responses, after they were decided and before the
+// model call: the oldest over the budget get their mask as output (a
+// string), in new parts marked like decided ones; requests, refs, roles and
+// the order stay. A response with extra content parts is never masked, nor
+// is a read tool's. Calls without a ref are paired by tool name and order.
+func compact(ctx context.Context, c *hybridctx.Compactor, reads map[string]bool, msgs []*ai.Message) error {
+	var calls []adaptkit.ToolCall
+	var results []adaptkit.ToolText
+	type at struct{ m, p int }
+	var where []at
+	reqs, resps := map[string]int{}, map[string]int{}
+	for i, m := range msgs {
+		if m == nil {
+			continue
+		}
+		for j, p := range m.Content {
+			switch {
+			case p == nil:
+			case p.IsToolRequest() && p.ToolRequest != nil:
+				calls = append(calls, adaptkit.ToolCall{ID: callID(p.ToolRequest.Ref, p.ToolRequest.Name, reqs), Tool: p.ToolRequest.Name})
+			case p.IsToolResponse() && p.ToolResponse != nil:
+				tr := p.ToolResponse
+				text, ok := outputText(tr.Output)
+				results = append(results, adaptkit.ToolText{CallID: callID(tr.Ref, tr.Name, resps), Text: text, Keep: !ok || len(tr.Content) > 0})
+				where = append(where, at{i, j})
+			}
+		}
+	}
+	texts, changed, err := adaptkit.CompactTexts(ctx, c, func(n string) bool { return reads[n] }, calls, results)
+	if err != nil {
+		return err
+	}
+	for k, ch := range changed {
+		if !ch {
+			continue
+		}
+		p := msgs[where[k].m].Content[where[k].p]
+		tr := *p.ToolResponse
+		tr.Output = texts[k]
+		np := *p
+		np.ToolResponse = &tr
+		np.Metadata = make(map[string]any, len(p.Metadata)+1)
+		for key, v := range p.Metadata {
+			np.Metadata[key] = v
+		}
+		if st, ok := hybridctx.ParseStoredText(texts[k]); ok {
+			np.Metadata[MetadataKey] = st.Ref.String()
+		}
+		msgs[where[k].m].Content[where[k].p] = &np
+	}
+	return nil
+}
+
+// callID is the id a tool request or response pairs by: its ref, or for
+// one without, its tool name and its position among those of that name.
+func callID(ref, name string, seen map[string]int) string {
+	if ref != "" {
+		return ref
+	}
+	n := seen[name]
+	seen[name] = n + 1
+	return "\x00" + name + "\x00" + strconv.Itoa(n)
+}
+
+// outputText is the text the model sees of a tool response's output: a
+// string as it is, anything else as JSON.
+func outputText(v any) (string, bool) {
+	if s, ok := v.(string); ok {
+		return s, true
+	}
+	b, err := json.Marshal(v)
+	return string(b), err == nil
+}

@@ -1,0 +1,81 @@
+package langchaingo
+
+import (
+	"context"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
+	"github.com/hybridctx/hybridctx/readtools"
+)
+
+// Compact applies the history budget of off's policy (see docs/history.md)
+// to msgs, one call before each model call (llms.Model.GenerateContent):
+// while the tool responses' content is within the budget it returns msgs as
+// they are; once over it, the oldest llms.ToolCallResponse parts get their
+// mask as Content (at most hybridctx.MaxMaskLen bytes, resolved by the read
+// tools), down to the low water mark, in one step. Roles, parts, tool call
+// ids and names stay, and every response still answers its call. msgs
+// itself is never modified; the returned slice shares the messages that
+// did not change. opts names the read tools (their answers are never
+// masked) as for NewReadTools; nil means the names of off's policy.
+//
+// The error wraps hybridctx.ErrInvalidHistory for a response without its
+// call, two for one call or a call without its response, or is the
+// context's; msgs is then returned unchanged.
+func Compact(ctx context.Context, off *hybridctx.Offloader, msgs []llms.MessageContent, opts *Options) ([]llms.MessageContent, error) {
+	var names readtools.Names
+	var obs hybridctx.CompactionObserver
+	if opts != nil {
+		names, obs = opts.Names, opts.Compaction
+	}
+	n := adaptkit.NamesFor(off, names)
+	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
+		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
+	var calls []adaptkit.ToolCall
+	var results []adaptkit.ToolText
+	var at [][2]int
+	for i, m := range msgs {
+		for j, p := range m.Parts {
+			switch v := p.(type) {
+			case llms.ToolCall:
+				name := ""
+				if v.FunctionCall != nil {
+					name = v.FunctionCall.Name
+				}
+				calls = append(calls, adaptkit.ToolCall{ID: v.ID, Tool: name})
+			case llms.ToolCallResponse:
+				results = append(results, adaptkit.ToolText{CallID: v.ToolCallID, Text: v.Content})
+				at = append(at, [2]int{i, j})
+			}
+		}
+	}
+	texts, changed, err := adaptkit.CompactTexts(ctx, adaptkit.NewCompactor(off, obs), func(n string) bool { return reads[n] }, calls, results)
+	if err != nil || texts == nil {
+		return msgs, err
+	}
+	out := append([]llms.MessageContent(nil), msgs...)
+	copied := map[int]bool{}
+	for k, c := range changed {
+		if !c {
+			continue
+		}
+		i, j := at[k][0], at[k][1]
+		if !copied[i] {
+			out[i].Parts = append([]llms.ContentPart(nil), out[i].Parts...)
+			copied[i] = true
+		}
+		r := out[i].Parts[j].(llms.ToolCallResponse)
+		r.Content = texts[k]
+		out[i].Parts[j] = r
+	}
+	return out, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}

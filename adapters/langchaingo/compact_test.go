@@ -1,0 +1,101 @@
+package langchaingo_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tmc/langchaingo/llms"
+
+	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
+	hybridlc "github.com/hybridctx/hybridctx/adapters/langchaingo"
+	"github.com/hybridctx/hybridctx/sink"
+)
+
+func pageText(n int) string {
+	return fmt.Sprintf("page %03d\n", n) + strings.Repeat(fmt.Sprintf("row %d of page %d\n", n, n), 80)[:991]
+}
+
+// history is n turns of LangChainGo messages: an AI message with a tool
+// call, then a tool message with its response.
+func history(n int) []llms.MessageContent {
+	msgs := []llms.MessageContent{llms.TextParts(llms.ChatMessageTypeHuman, "Read every page.")}
+	for i := range n {
+		id := fmt.Sprintf("call_%d", i)
+		msgs = append(msgs,
+			llms.MessageContent{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{llms.ToolCall{ID: id, Type: "function",
+				FunctionCall: &llms.FunctionCall{Name: "page", Arguments: "{}"}}}},
+			llms.MessageContent{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: id,
+				Name: "page", Content: pageText(i)}}})
+	}
+	return msgs
+}
+
+func TestCompact(t *testing.T) {
+	env := adapttest.New(t, &hybridctx.Policy{InlineThreshold: 4096, History: hybridctx.HistoryPolicy{Budget: 3000, KeepRecent: 2}})
+	ctx := context.Background()
+	msgs := history(8)
+	before, _ := json.Marshal(msgs)
+	sum := sink.NewSummary()
+	out, err := hybridlc.Compact(ctx, env.Off, msgs, &hybridlc.Options{Compaction: sum})
+	if err != nil || sum.Report().History.Compactions != 1 {
+		t.Fatalf("%v, run summary %+v", err, sum.Report().History)
+	}
+	if after, _ := json.Marshal(msgs); string(after) != string(before) || len(out) != len(msgs) {
+		t.Fatal("input modified, or messages added or dropped")
+	}
+	reads, err := hybridlc.NewReadTools(env.Reh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool, masked := 0, 0
+	for i, m := range out {
+		if m.Role != msgs[i].Role || len(m.Parts) != len(msgs[i].Parts) {
+			t.Fatalf("message %d changed shape", i)
+		}
+		r, ok := m.Parts[0].(llms.ToolCallResponse)
+		if !ok {
+			continue
+		}
+		orig := msgs[i].Parts[0].(llms.ToolCallResponse)
+		if r.ToolCallID != orig.ToolCallID || r.Name != orig.Name {
+			t.Fatalf("message %d: call id or name changed", i)
+		}
+		tool += len(r.Content)
+		st, ok := hybridctx.ParseStoredText(r.Content)
+		if !ok {
+			continue
+		}
+		masked++
+		args, _ := json.Marshal(map[string]any{"reference": st.Ref.String(), "offset": 0, "length": st.Size})
+		back, err := reads[0].Call(ctx, string(args))
+		if err != nil || back != orig.Content {
+			t.Fatalf("mask of %s reads back %d bytes: %v", r.ToolCallID, len(back), err)
+		}
+	}
+	if masked == 0 || tool > 3000 {
+		t.Fatalf("%d masked, tool content %d", masked, tool)
+	}
+	again, err := hybridlc.Compact(ctx, env.Off, out, nil)
+	if a, b := fmt.Sprint(again), fmt.Sprint(out); err != nil || a != b {
+		t.Fatalf("compacting again changed the history: %v", err)
+	}
+	orphan := append(history(1), llms.MessageContent{Role: llms.ChatMessageTypeTool,
+		Parts: []llms.ContentPart{llms.ToolCallResponse{ToolCallID: "nobody", Content: strings.Repeat("x", 5000)}}})
+	if got, err := hybridlc.Compact(ctx, env.Off, orphan, nil); !errors.Is(err, hybridctx.ErrInvalidHistory) || len(got) != len(orphan) {
+		t.Fatalf("orphan: %v", err)
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := hybridlc.Compact(cctx, env.Off, msgs, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: %v", err)
+	}
+	plain := adapttest.New(t, nil)
+	if got, err := hybridlc.Compact(ctx, plain.Off, msgs, nil); err != nil || &got[0] != &msgs[0] {
+		t.Fatalf("no budget: %v", err)
+	}
+}
