@@ -23,7 +23,7 @@ const maskWord = "; masked. Read with "
 // those bytes exactly. It depends only on its arguments, so a history masks
 // to the same bytes each time (prompt-cache stable, idempotent).
 //
-// one definition: merged with the notice helper's mask renderer
+// It is the one definition of the mask; notice.go renders the notice.
 func renderMask(p Policy, ref artifact.Ref, size, lines, offset int64, kind string) string {
 	b := make([]byte, 0, MaxMaskLen)
 	b = ref.AppendString(b)

@@ -121,49 +121,8 @@ func shapeRoom(f *stored, p Policy) int {
 // noticeBuf is room for every stored notice.
 const noticeBuf = MaxNoticeLen
 
-// MaxMaskLen bounds a history mask (MaskNotice).
-const MaxMaskLen = 160
-
-// MaskNotice renders the mask that stands in for a tool result which the
-// history budget moved out of the conversation (see docs/history.md):
-//
-//	artifact://sha256/<hex>
-//	<N> bytes, <kind>; read with <tool>, <tool>
-//
-// the reference on the first line, then the size, the kind and the names of
-// the read tools that fit the kind, from the policy: for text the search
-// and read tools, for json the query and read tools, else the read tool.
-// It is at most MaxMaskLen bytes: a tool name that would take it over is
-// left out, and so is a kind other than text, json or binary that would.
-// It depends only on its arguments, so a history masks to the same bytes
-// each time.
-func MaskNotice(ref artifact.Ref, size int64, kind string, p Policy) string {
-	b := make([]byte, 0, MaxMaskLen)
-	b = ref.AppendString(b)
-	b = append(b, '\n')
-	b = strconv.AppendInt(b, size, 10)
-	b = append(b, " bytes"...)
-	if len(b)+2+len(kind) <= MaxMaskLen {
-		b = append(b, ", "...)
-		b = append(b, kind...)
-	}
-	tools := [2]string{p.ToolName(ViewRange)}
-	switch kind {
-	case "text":
-		tools = [2]string{p.ToolName(ViewSearch), p.ToolName(ViewLines)}
-	case "json":
-		tools = [2]string{p.ToolName(ViewQuery), p.ToolName(ViewRange)}
-	}
-	sep := "; read with "
-	for _, t := range tools {
-		if t != "" && len(b)+len(sep)+len(t) <= MaxMaskLen {
-			b = append(b, sep...)
-			b = append(b, t...)
-			sep = ", "
-		}
-	}
-	return string(b)
-}
+// The mask a history budget leaves in place of a result is rendered next
+// to the parser that reads it back: renderMask in history_mask.go.
 
 // failureAdvice is the one line of advice after a categorical failure.
 var failureAdvice = map[Reason]string{

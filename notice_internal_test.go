@@ -66,30 +66,3 @@ func TestNoticeBoundAtTheExtremes(t *testing.T) {
 		}
 	}
 }
-
-func TestMaskNotice(t *testing.T) {
-	ref := artifact.RefOf([]byte("x"))
-	if got, want := MaskNotice(ref, 1234, "text", Policy{}), ref.String()+"\n1234 bytes, text; read with search_artifact, read_artifact"; got != want {
-		t.Errorf("text:\n got %q\nwant %q", got, want)
-	}
-	if got, want := MaskNotice(ref, 99, "json", Policy{QueryToolName: "q"}), ref.String()+"\n99 bytes, json; read with q, read_artifact"; got != want {
-		t.Errorf("json:\n got %q\nwant %q", got, want)
-	}
-	if got, want := MaskNotice(ref, 7, "binary", Policy{ReadToolName: "fetch"}), ref.String()+"\n7 bytes, binary; read with fetch"; got != want {
-		t.Errorf("binary:\n got %q\nwant %q", got, want)
-	}
-	for _, p := range noticePolicies() {
-		for _, n := range []int64{0, math.MaxInt64} {
-			for _, kind := range []string{"text", "json", "binary", strings.Repeat("k", 200)} {
-				got := MaskNotice(ref, n, kind, p)
-				if len(got) > MaxMaskLen || !strings.HasPrefix(got, ref.String()+"\n"+fmt.Sprint(n)+" bytes") || got != MaskNotice(ref, n, kind, p) {
-					t.Errorf("%d bytes: %q", len(got), got)
-				}
-			}
-		}
-	}
-	// The defaults fit whole at the largest size.
-	if got := MaskNotice(ref, math.MaxInt64, "text", Policy{}); !strings.HasSuffix(got, "; read with search_artifact, read_artifact") {
-		t.Errorf("%q", got)
-	}
-}

@@ -233,7 +233,7 @@ func (r *replay) readBack(ctx context.Context, reh *hybridctx.Rehydrator, set *r
 		if got.Outcome() == hybridctx.Resolved && string(got.Segment.Bytes()) == r.turns[k].content {
 			s.ReadBackExact++
 		}
-		asked, err := ask(ctx, set, []byte(r.turns[k].content), 4096, q)
+		asked, err := ask(ctx, set, []byte(r.turns[k].content), QuestionOptions{MaxBytes: 4096}, q)
 		if err != nil {
 			return err
 		}
