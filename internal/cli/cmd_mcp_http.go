@@ -191,7 +191,8 @@ func validVarName(s string) bool {
 // own upstream.
 func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags, maxBody int, token string, owner artifact.Owner,
 	newProxy func(artifact.Owner) (*mcpproxy.Proxy, error), upstream func() mcp.Transport) error {
-	pinned := a.setting(cmd, "session", a.session, EnvSession) != ""
+	given := a.setting(cmd, "session", a.session, EnvSession)
+	pinned := given != "" && given != NewMCPSession
 	h, err := mcpproxy.NewHTTPHandler(func(context.Context, string) (*mcpproxy.Proxy, mcp.Transport, error) {
 		o := owner
 		if !pinned {
