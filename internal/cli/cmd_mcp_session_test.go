@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -144,5 +146,48 @@ func TestMCPInspectorOneProcessPerCall(t *testing.T) {
 	}
 	if got := inspect("read_artifact", "reference="+ref); got != text {
 		t.Fatalf("the second process read %q", got)
+	}
+}
+
+// The whole-result bound through the real binary over stdio: 200 and 2,000
+// blocks of 4 KB each (the larger result is bounded as it streams in) reach
+// the client as at most --result-threshold + 1 KiB, and query_artifact with
+// .[i] reads block i back exactly.
+func TestMCPWholeResultBound(t *testing.T) {
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	bin := mcpServerBin(t)
+	env := append(os.Environ(), EnvUser+"=ada")
+	var n atomic.Int64
+	cmd := exec.Command(binPath, "mcp", "--workspace", newWorkspace(t), "--threshold", "16384", "--", bin)
+	cmd.Env = env
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "bound-test", Version: "1"}, nil).
+		Connect(context.Background(), countingTransport{&mcp.CommandTransport{Command: cmd}, &n}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	const bound = 4*16384 + 1024
+	for _, blocks := range []int{200, 2000} {
+		before := n.Load()
+		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "blocks", Arguments: map[string]any{"n": blocks, "size": 4096}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sent := n.Load() - before
+		if sent > bound || len(res.Content) != 2 {
+			t.Fatalf("%d blocks: %d bytes in %d blocks reached the client", blocks, sent, len(res.Content))
+		}
+		t.Logf("%d blocks of 4 KB: %d bytes reached the client", blocks, sent)
+		ref := res.Content[1].(*mcp.ResourceLink).URI
+		for _, i := range []int{0, blocks / 3, blocks - 1} {
+			got, isErr := callText(t, cs, "query_artifact", map[string]any{"reference": ref, "filter": fmt.Sprintf(".[%d].text", i)})
+			want := fmt.Sprintf("block %06d ", i)
+			want += strings.Repeat("x", 4096-len(want))
+			if line, _, _ := strings.Cut(got, "\n"); isErr || line != `"`+want+`"` {
+				t.Fatalf("block %d read back as %.60q", i, got)
+			}
+		}
 	}
 }

@@ -1,7 +1,8 @@
 // Command mcptestserver is a small MCP server on stdio for the command
 // line's tests of "hybridctx mcp": it announces itself on standard error and
-// has three tools, "cat" (size bytes of numbered lines), "echo" (its text
-// argument) and "crash" (exit status 3 in the middle of a call).
+// has four tools, "cat" (size bytes of numbered lines), "echo" (its text
+// argument), "blocks" (n text blocks of size bytes, "block <i> xxx…") and
+// "crash" (exit status 3 in the middle of a call).
 package main
 
 import (
@@ -27,6 +28,16 @@ func main() {
 		var a struct{ Text string }
 		_ = json.Unmarshal(req.Params.Arguments, &a)
 		return text(a.Text), nil
+	})
+	s.AddTool(&mcp.Tool{Name: "blocks", InputSchema: schema}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var a struct{ N, Size int }
+		_ = json.Unmarshal(req.Params.Arguments, &a)
+		res := &mcp.CallToolResult{}
+		for i := range a.N {
+			p := fmt.Sprintf("block %06d ", i)
+			res.Content = append(res.Content, &mcp.TextContent{Text: p + strings.Repeat("x", max(a.Size-len(p), 0))})
+		}
+		return res, nil
 	})
 	s.AddTool(&mcp.Tool{Name: "crash", InputSchema: schema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		fmt.Fprintln(os.Stderr, "mcptestserver: crashing")
