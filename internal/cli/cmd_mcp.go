@@ -42,8 +42,10 @@ one by one until the rest fits.
 
 --listen ADDR serves MCP clients over Streamable HTTP at http://ADDR/mcp
 instead of standard input and output: each MCP session gets its own owner
-session and upstream (process), at most --max-sessions at once, ended by
-DELETE or after --idle-timeout. A loopback address checks Host and Origin;
+session and upstream (process), ended by DELETE or after --idle-timeout;
+at --max-sessions, a new session ends the least recently used one with no
+request in flight (its client gets 404 and starts anew), and is refused
+(403) only when every session is busy. A loopback address checks Host and Origin;
 any other address needs --token-env NAME, the environment variable holding
 the bearer token every request must carry. --url URL connects to an
 upstream server over HTTP (Streamable HTTP, else HTTP+SSE) instead of

@@ -34,7 +34,7 @@ func (f *mcpHTTPFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "connect to an upstream MCP server over HTTP (Streamable HTTP, else HTTP+SSE) instead of starting CMD")
 	fs.StringArrayVar(&f.headers, "header", nil, `add a request header to the upstream, "Name: value" (repeatable; ${VAR} is expanded from the environment)`)
 	fs.StringVar(&f.tokenEnv, "token-env", "", "environment variable holding the bearer token --listen requires (needed off loopback)")
-	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once (> 0)")
+	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once (> 0); at the limit a new one ends the least recently used idle one")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", mcpproxy.DefaultIdleTimeout, "end a --listen session idle this long (> 0)")
 }
 

@@ -356,6 +356,33 @@ func TestMCPListenTypeScriptClient(t *testing.T) {
 	t.Logf("TypeScript client: 4 MiB result as %d bytes, read back exact in %d pages", got.ResultBytes, got.Pages)
 }
 
+// Clients that never end their sessions (the TypeScript SDK's, here) never
+// lock others out: at --max-sessions the least recently used idle session
+// ends, its client gets 404 and re-initializes.
+func TestMCPListenEvictsIdleSessions(t *testing.T) {
+	node, sdk := typeScriptSDK(t)
+	bin := mcpServerBin(t)
+	l := startListen(t, map[string]string{EnvUser: "ada"}, "--workspace", newWorkspace(t), "--max-sessions", "3", "--", bin)
+	cmd := exec.Command(node, filepath.Join("testdata", "mcp_http_evict.mjs"), l.url, "5")
+	cmd.Env = append(os.Environ(), EnvTestMCPSDK+"="+sdk)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the TypeScript client failed: %v\n%s", err, stderr.String())
+	}
+	var got struct {
+		First, Again  string
+		EvictedStatus int `json:"evicted_status"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.First != "before" || got.EvictedStatus != http.StatusNotFound || got.Again != "after" {
+		t.Fatalf("got %+v", got)
+	}
+}
+
 func FuzzExpandVars(f *testing.F) {
 	for _, s := range []string{"", "plain", "${A}", "x${A}y", "${", "${}", "$${A}", "${1}", "${A_B}${A}"} {
 		f.Add(s)
