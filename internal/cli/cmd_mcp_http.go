@@ -222,10 +222,16 @@ func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags,
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Within two seconds: the listener closes at once, every session ends
+	// (releasing its streams; an upstream process gets its stdin closed,
+	// SIGTERM after 1 s, SIGKILL after 2 s), and connections still open
+	// after a second are closed.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_ = h.Close() // ends every session, releasing its streams
-	if srv.Shutdown(sctx) != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	_ = h.Close()
+	if <-shut != nil {
 		_ = srv.Close()
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
