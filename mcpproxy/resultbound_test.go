@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -196,5 +197,43 @@ func TestWholeResultBoundTypedLargestFirst(t *testing.T) {
 	}
 	if len(res.Content) != 4 || res.Content[1].(*mcp.TextContent).Text != blocks[1] {
 		t.Fatal("the input result was modified")
+	}
+}
+
+// An image stored by one proxy process reads back from another (a client
+// that restarts its servers) with the MIME type its link announced.
+func TestReadArtifactImageMIMEAcrossProcesses(t *testing.T) {
+	store := openStore(t, "mem://")
+	first, second := proxyFor(t, store, owner("s1"), nil), proxyFor(t, store, owner("s1"), nil)
+	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), binary(3*testThreshold)...)
+	res, _ := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"}}})
+	out, err := first.bound.boundWire(context.Background(), hybridctx.Call{Tool: "shot", ID: "1"}, res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got mcp.CallToolResult
+	if err := json.Unmarshal(out, &got); err != nil || len(got.Content) != 2 {
+		t.Fatalf("%v %s", err, out)
+	}
+	link := got.Content[1].(*mcp.ResourceLink)
+	for name, p := range map[string]*Proxy{"same process": first, "another process": second} {
+		args, _ := json.Marshal(map[string]any{"reference": link.URI})
+		read, err := p.read.callTool(context.Background(), "read_artifact", args)
+		if err != nil || read.IsError {
+			t.Fatalf("%s: %v %s", name, err, dump(read))
+		}
+		emb, ok := read.Content[0].(*mcp.EmbeddedResource)
+		if !ok || emb.Resource.MIMEType != link.MIMEType || !bytes.Equal(emb.Resource.Blob, png) {
+			t.Fatalf("%s: read back as %s, the link said %s", name, dump(read.Content[0])[:200], link.MIMEType)
+		}
+		rr, err := p.read.readResource(context.Background(), link.URI)
+		if err != nil || rr.Contents[0].MIMEType != "image/png" {
+			t.Fatalf("%s: resources/read: %v %s", name, err, dump(rr))
+		}
+	}
+	// A later page of an unknown body stays application/octet-stream.
+	args, _ := json.Marshal(map[string]any{"reference": link.URI, "offset": 100, "length": 50})
+	if read, _ := second.read.callTool(context.Background(), "read_artifact", args); read.Content[0].(*mcp.EmbeddedResource).Resource.MIMEType != mimeBinary {
+		t.Fatalf("page: %s", dump(read))
 	}
 }
