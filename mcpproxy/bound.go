@@ -28,6 +28,9 @@ type bounder struct {
 	// remember, when set, learns the MIME type of every stored payload so
 	// that reads can label binary bodies.
 	remember func(ref artifact.Ref, mime string)
+	// perBlockOnly, set by tests, turns storing a result whole off: the
+	// answer a result whose payloads streamed into the workspace gets.
+	perBlockOnly bool
 }
 
 // withReporter returns ctx carrying the bounder's reporter when ctx has none.

@@ -196,7 +196,7 @@ func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result
 // returns nil when the array holds payloads streamed into the workspace
 // (pre), which it cannot rebuild: that result keeps its per-block bounding.
 func (b *bounder) storeWhole(ctx context.Context, call hybridctx.Call, content json.RawMessage, types []string, pre map[int]decided) ([]json.RawMessage, error) {
-	if streamedBlocks(pre) {
+	if streamedBlocks(pre) || b.perBlockOnly {
 		return nil, nil
 	}
 	out, err := b.off.StoreResult(ctx, call, bytes.NewReader(content), types)
@@ -284,7 +284,7 @@ func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, bloc
 		}
 	}
 	over := hybridctx.OverResultBound(sizes, b.resultBound())
-	if !streamedBlocks(pre) && b.storedWholeAnyway(sizes, over) {
+	if !streamedBlocks(pre) && !b.perBlockOnly && b.storedWholeAnyway(sizes, over) {
 		over = nil // boundWireWith stores the whole array instead
 	}
 	for _, i := range over {
