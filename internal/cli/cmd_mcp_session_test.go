@@ -188,3 +188,25 @@ func TestMCPWholeResultBound(t *testing.T) {
 		}
 	}
 }
+
+// --listen gives each MCP session its own owner session, with or without
+// --session new; --session NAME pins one for all.
+func TestMCPListenSessions(t *testing.T) {
+	bin := mcpServerBin(t)
+	for _, tc := range []struct {
+		session string
+		shared  bool
+	}{{"", false}, {"new", false}, {"pinned", true}} {
+		args := []string{"--workspace", newWorkspace(t), "--threshold", "100"}
+		if tc.session != "" {
+			args = append(args, "--session", tc.session)
+		}
+		l := startListen(t, map[string]string{EnvUser: "ada"}, append(args, "--", bin)...)
+		a, b := httpClient(t, l.url, nil), httpClient(t, l.url, nil)
+		ref, _, _ := strings.Cut(firstText(callTool(t, a, "cat", map[string]any{"size": 500})), "\n")
+		if got := callTool(t, b, "read_artifact", map[string]any{"reference": ref}); got.IsError == tc.shared {
+			t.Fatalf("--session %q: the other MCP session read it: %v", tc.session, !got.IsError)
+		}
+		l.stop(t)
+	}
+}
