@@ -44,8 +44,9 @@ viastdio="127.0.0.1:$((port + 1))"
 viahttp="127.0.0.1:$((port + 2))"
 "$work/everything-server" -http "$direct" -stateless=false >"$work/server.log" 2>&1 &
 pids+=($!)
-# The suite opens one session per scenario and ends none: allow them all.
-proxy=("$work/hybridctx" mcp --workspace "$work/ws" --max-sessions 200)
+# The suite opens one session per scenario and ends none: the default
+# --max-sessions must cope (the least recently used idle session ends).
+proxy=("$work/hybridctx" mcp --workspace "$work/ws")
 "${proxy[@]}" --listen "$viastdio" -- "$work/everything-server" >"$work/stdio.log" 2>&1 &
 pids+=($!)
 "${proxy[@]}" --listen "$viahttp" --url "http://$direct/mcp" >"$work/http.log" 2>&1 &

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,14 +71,40 @@ func (m *Middleware) Wrap(name string, tool ToolFunc) WrappedFunc {
 	}
 }
 
+// Parts is the decision of one multi-part result (DecideParts).
+type Parts struct {
+	// Parts holds one decision per part, in order. Unless Whole is set, the
+	// model sees Parts[i].Text() in part i's place.
+	Parts []*hybridctx.OffloadResult
+	// Whole is set when the parts were stored together as one JSON array
+	// (each part {"type": "text", "text": …}, in order): the model then
+	// sees Whole.Text() alone, in place of every part.
+	Whole *hybridctx.OffloadResult
+}
+
+// Texts returns what the model sees of the result, part by part (one text
+// when the result was stored whole).
+func (p *Parts) Texts() []string {
+	if p.Whole != nil {
+		return []string{p.Whole.Text()}
+	}
+	out := make([]string, len(p.Parts))
+	for i, d := range p.Parts {
+		out[i] = d.Text()
+	}
+	return out
+}
+
 // DecideParts decides the parts of one multi-part result (for example the
 // content blocks of an MCP tool result) together: each part as Call would,
 // then, when the parts kept inline total more than the policy's
 // ResultBound, the largest of them are stored one by one until the rest
-// fits (SPEC §11.2). It returns one decision per part, in order. The error
-// is the Offloader's when no decision could be made; decisions made before
-// it were reported.
-func (m *Middleware) DecideParts(ctx context.Context, call hybridctx.Call, parts []any) ([]*hybridctx.OffloadResult, error) {
+// fits. When what the model would then see (inline parts and notices
+// together) is still over the bound, the parts are stored whole, as one
+// JSON array, and Parts.Whole holds that decision (see docs/offload.md,
+// "The whole-result bound"). The error is the Offloader's when no decision
+// could be made; decisions made before it were reported.
+func (m *Middleware) DecideParts(ctx context.Context, call hybridctx.Call, parts []any) (*Parts, error) {
 	out := make([]*hybridctx.OffloadResult, len(parts))
 	sizes := make([]int64, len(parts))
 	for i, p := range parts {
@@ -97,5 +124,56 @@ func (m *Middleware) DecideParts(ctx context.Context, call hybridctx.Call, parts
 		}
 		out[i] = d
 	}
-	return out, nil
+	res := &Parts{Parts: out}
+	var sent int64
+	for _, d := range out {
+		sent += int64(len(d.Text()))
+	}
+	if len(parts) < 2 || !m.off.Policy().SendsOverResultBound(sent) {
+		return res, nil
+	}
+	whole, types, err := partsArray(parts)
+	if err != nil {
+		return nil, err
+	}
+	if res.Whole, err = m.off.StoreResult(ctx, call, bytes.NewReader(whole), types); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// partsArray encodes parts as the JSON array a whole result is stored as:
+// each part a text block holding what the model would have seen of it.
+func partsArray(parts []any) ([]byte, []string, error) {
+	type block struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	blocks := make([]block, len(parts))
+	types := make([]string, len(parts))
+	for i, p := range parts {
+		var text string
+		switch v := p.(type) {
+		case string:
+			text = v
+		case []byte:
+			text = string(v)
+		case json.RawMessage:
+			text = string(v)
+		case *hybridctx.Segment:
+			text = "null"
+			if v != nil {
+				text = string(v.Bytes())
+			}
+		default:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return nil, nil, fmt.Errorf("agent: encoding a part: %w", err)
+			}
+			text = string(b)
+		}
+		blocks[i], types[i] = block{Type: "text", Text: text}, "text"
+	}
+	b, err := json.Marshal(blocks)
+	return b, types, err
 }

@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -27,6 +28,9 @@ type bounder struct {
 	// remember, when set, learns the MIME type of every stored payload so
 	// that reads can label binary bodies.
 	remember func(ref artifact.Ref, mime string)
+	// perBlockOnly, set by tests, turns storing a result whole off: the
+	// answer a result whose payloads streamed into the workspace gets.
+	perBlockOnly bool
 }
 
 // withReporter returns ctx carrying the bounder's reporter when ctx has none.
@@ -102,6 +106,10 @@ func (b *bounder) boundTyped(ctx context.Context, call hybridctx.Call, res *mcp.
 	if err != nil {
 		return nil, err
 	}
+	nBlockOut := len(out)
+	if !changed {
+		nBlockOut = len(res.Content)
+	}
 	r2 := *res
 	// extra decides structuredContent, or _meta when it alone is oversized.
 	extra := func(v any, onlyOver bool) (bool, error) {
@@ -141,11 +149,59 @@ func (b *bounder) boundTyped(ctx context.Context, call hybridctx.Call, res *mcp.
 			r2.Meta = nil
 		}
 	}
-	if !changed {
-		return res, nil
+	if changed {
+		r2.Content = out
 	}
-	r2.Content = out
+	if len(res.Content) < 2 { // a single block's notice and link are the smallest form
+		if !changed {
+			return res, nil
+		}
+		return &r2, nil
+	}
+	sent, err := json.Marshal(&r2)
+	if err != nil {
+		return nil, fmt.Errorf("mcpproxy: encoding a result: %w", err)
+	}
+	if !b.off.Policy().SendsOverResultBound(int64(len(sent))) {
+		if !changed {
+			return res, nil
+		}
+		return &r2, nil
+	}
+	// Still over the bound, notices and links included: the original
+	// content array is stored whole (see docs/mcp-proxy.md).
+	content, err := json.Marshal(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("mcpproxy: encoding a result: %w", err)
+	}
+	types := make([]string, len(res.Content))
+	for i, c := range res.Content {
+		types[i] = typedType(c)
+	}
+	whole, err := b.off.StoreResult(ctx, call, bytes.NewReader(content), types)
+	if err != nil {
+		return nil, err
+	}
+	repl, _ := b.outcomeBlocks(whole, mimeJSON, nil)
+	r2.Content = append(repl, r2.Content[nBlockOut:]...)
 	return &r2, nil
+}
+
+// typedType returns the wire "type" of a typed content block.
+func typedType(c mcp.Content) string {
+	switch c.(type) {
+	case *mcp.TextContent:
+		return "text"
+	case *mcp.ImageContent:
+		return "image"
+	case *mcp.AudioContent:
+		return "audio"
+	case *mcp.EmbeddedResource:
+		return "resource"
+	case *mcp.ResourceLink:
+		return "resource_link"
+	}
+	return ""
 }
 
 // boundTypedBlocks decides every typed content block, then applies the
@@ -174,7 +230,11 @@ func (b *bounder) boundTypedBlocks(ctx context.Context, call hybridctx.Call, blo
 			sizes[i] = payloadSize(payload)
 		}
 	}
-	for _, i := range hybridctx.OverResultBound(sizes, b.resultBound()) {
+	over := hybridctx.OverResultBound(sizes, b.resultBound())
+	if b.storedWholeAnyway(sizes, over) {
+		over = nil // boundTyped stores the whole array instead
+	}
+	for _, i := range over {
 		payload, mime, ann, err := b.typedPayload(blocks[i])
 		if err != nil {
 			return nil, false, err

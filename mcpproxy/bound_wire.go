@@ -127,6 +127,7 @@ func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result
 		return nil, err
 	}
 	out, changed = append(out, blockOut...), blockChanged
+	nBlockOut := len(out)
 	if sc, ok := fields["structuredContent"]; ok && !isNull(sc) {
 		d, streamed := pre[preStructured]
 		repl, ref := d.repl, d.ref
@@ -157,15 +158,103 @@ func (b *bounder) boundWireWith(ctx context.Context, call hybridctx.Call, result
 			}
 		}
 	}
-	if !changed {
+	if !changed && !b.off.Policy().SendsOverResultBound(int64(len(result))) {
 		return result, nil
 	}
 	content, err := json.Marshal(out)
 	if err != nil {
 		return nil, err
 	}
+	orig := fields["content"]
 	fields["content"] = content
+	res, err := json.Marshal(fields)
+	if err != nil || len(blocks) < 2 || !b.off.Policy().SendsOverResultBound(int64(len(res))) {
+		if !changed {
+			return result, err
+		}
+		return res, err
+	}
+	// Still over the bound, notices and links included: the original
+	// content array is stored whole (see docs/mcp-proxy.md). A single
+	// block's notice and link are already the smallest form.
+	whole, err := b.storeWhole(ctx, call, orig, wireTypes(blocks), pre)
+	if err != nil {
+		return nil, err
+	}
+	if whole == nil {
+		return res, nil
+	}
+	if fields["content"], err = json.Marshal(append(whole, out[nBlockOut:]...)); err != nil {
+		return nil, err
+	}
 	return json.Marshal(fields)
+}
+
+// storeWhole stores a result's original content array as one JSON artifact
+// and returns what takes the array's place: the whole-result notice and a
+// resource_link (the categorical notice alone when the store failed). It
+// returns nil when the array holds payloads streamed into the workspace
+// (pre), which it cannot rebuild: that result keeps its per-block bounding.
+func (b *bounder) storeWhole(ctx context.Context, call hybridctx.Call, content json.RawMessage, types []string, pre map[int]decided) ([]json.RawMessage, error) {
+	if streamedBlocks(pre) || b.perBlockOnly {
+		return nil, nil
+	}
+	out, err := b.off.StoreResult(ctx, call, bytes.NewReader(content), types)
+	if err != nil {
+		return nil, err
+	}
+	repl, _ := b.outcomeBlocks(out, mimeJSON, nil)
+	return appendEncoded(nil, repl)
+}
+
+// streamedBlocks reports whether pre holds a content block (streamed into
+// the workspace).
+func streamedBlocks(pre map[int]decided) bool {
+	for i := range pre {
+		if i != preStructured {
+			return true
+		}
+	}
+	return false
+}
+
+// minReplacement is fewer bytes than the notice and resource_link of any
+// stored block take on the wire.
+const minReplacement = 400
+
+// storedWholeAnyway reports whether a result whose blocks have the inline
+// sizes (negative: replaced already) would still be over the whole-result
+// bound after storing the blocks at over, counting each replaced block's
+// notice and link as minReplacement bytes: the result is then stored whole,
+// and storing those blocks one by one first would be wasted.
+func (b *bounder) storedWholeAnyway(sizes []int64, over []int) bool {
+	if len(over) == 0 || len(sizes) < 2 {
+		return false
+	}
+	var sent int64
+	for _, n := range sizes {
+		if n < 0 {
+			n = minReplacement
+		}
+		sent += n
+	}
+	for _, i := range over {
+		sent += minReplacement - sizes[i]
+	}
+	return b.off.Policy().SendsOverResultBound(sent)
+}
+
+// wireTypes returns the "type" of each block on the wire.
+func wireTypes(blocks []json.RawMessage) []string {
+	types := make([]string, len(blocks))
+	for i, raw := range blocks {
+		var w struct {
+			Type string `json:"type"`
+		}
+		_ = json.Unmarshal(raw, &w)
+		types[i] = w.Type
+	}
+	return types
 }
 
 // boundWireBlocks decides every content block on the wire (those in pre
@@ -194,7 +283,11 @@ func (b *bounder) boundWireBlocks(ctx context.Context, call hybridctx.Call, bloc
 			refs[ref] = true
 		}
 	}
-	for _, i := range hybridctx.OverResultBound(sizes, b.resultBound()) {
+	over := hybridctx.OverResultBound(sizes, b.resultBound())
+	if !streamedBlocks(pre) && !b.perBlockOnly && b.storedWholeAnyway(sizes, over) {
+		over = nil // boundWireWith stores the whole array instead
+	}
+	for _, i := range over {
 		payload, mime, ann, _ := wirePayload(blocks[i])
 		repl, ref, err := b.decide(ctx, call, payload, mime, ann, true)
 		if err != nil {

@@ -19,8 +19,10 @@ import (
 const DefaultMaxMessageBytes = 256 << 20
 
 // DefaultTerminateDuration is how long Close waits after closing the
-// program's standard input before it sends SIGTERM, and again before SIGKILL.
-const DefaultTerminateDuration = 5 * time.Second
+// program's standard input before it sends SIGTERM, and again before SIGKILL:
+// a program is gone within two seconds, before a client that gives its
+// server 2 s to exit kills the proxy (the TypeScript SDK's stdio client).
+const DefaultTerminateDuration = time.Second
 
 // Command is an mcp.Transport that starts a program and speaks
 // newline-delimited JSON-RPC with it over its standard input and output,
@@ -34,7 +36,10 @@ const DefaultTerminateDuration = 5 * time.Second
 //
 // Closing the connection closes the program's standard input, waits for it
 // to exit, sends SIGTERM and then SIGKILL if it does not; Close returns the
-// program's exit error (nil for exit status 0).
+// program's exit error (nil for exit status 0). The program dies with the
+// proxy even when the proxy is killed: on Linux it gets SIGKILL when the
+// proxy exits (Pdeathsig); on other Unix systems it runs in a process group
+// of its own, which Close signals whole.
 type Command struct {
 	// Cmd is the program; it must not have been started.
 	Cmd *exec.Cmd
@@ -66,6 +71,7 @@ func (c *Command) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
+	dieWithParent(c.Cmd)
 	if err := c.Cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -111,12 +117,12 @@ func (w *childInput) Close() error {
 	if err, ok := wait(); ok {
 		return err
 	}
-	if w.cmd.Process.Signal(syscall.SIGTERM) == nil {
+	if signalChild(w.cmd, syscall.SIGTERM) == nil {
 		if err, ok := wait(); ok {
 			return err
 		}
 	}
-	if err := w.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+	if err := signalChild(w.cmd, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return fmt.Errorf("mcpproxy: killing the upstream: %w", err)
 	}
 	return <-done

@@ -136,7 +136,7 @@ func FuzzListenRequest(f *testing.F) {
 				}
 			}
 		}
-		if r.h.lookup(session) == nil {
+		if r.h.lookup(session, false) == nil {
 			t.Fatal("the open session ended")
 		}
 	})

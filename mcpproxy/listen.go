@@ -39,7 +39,8 @@ const (
 const EventStoreBytes = 32 << 20
 
 // CodeTooManySessions is the JSON-RPC error code of a new session refused
-// because HTTPOptions.MaxSessions sessions are open.
+// because HTTPOptions.MaxSessions sessions are open and every one of them
+// has a request in flight.
 const CodeTooManySessions = -32001
 
 // ErrSessionStart wraps the error a SessionFunc returned.
@@ -47,9 +48,11 @@ var ErrSessionStart = errors.New("cannot start the MCP session")
 
 // HTTPOptions configure an HTTPHandler. A nil *HTTPOptions means defaults.
 type HTTPOptions struct {
-	// MaxSessions bounds the open sessions; a new one past it is refused
-	// with a JSON-RPC error (CodeTooManySessions). Zero means
-	// DefaultMaxSessions.
+	// MaxSessions bounds the open sessions. At the limit, a new session
+	// ends the least recently used session with no request in flight (its
+	// client gets 404 next and starts a new session); only when every
+	// session is busy is the new one refused with a JSON-RPC error
+	// (CodeTooManySessions). Zero means DefaultMaxSessions.
 	MaxSessions int
 	// IdleTimeout ends a session (and its upstream) when no request of it
 	// arrived for this long. Zero means DefaultIdleTimeout; negative, never.
@@ -205,7 +208,7 @@ func (h *HTTPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		h.open(w, r, msg)
 		return
 	}
-	s := h.lookup(id)
+	s := h.lookup(id, r.Method == http.MethodPost)
 	if s == nil {
 		http.Error(w, "Not Found: no such MCP session", http.StatusNotFound)
 		return
@@ -214,7 +217,6 @@ func (h *HTTPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	case http.MethodGet:
 		s.transport.ServeHTTP(w, r)
 	case http.MethodPost:
-		s.startRequest()
 		defer s.endRequest()
 		s.transport.ServeHTTP(w, r)
 	case http.MethodDelete:
@@ -272,10 +274,40 @@ func IsLoopbackAddress(addr string) bool {
 	return err == nil && host != "" && isLoopback(host)
 }
 
-func (h *HTTPHandler) lookup(id string) *httpSession {
+// lookup returns the session id names, or nil. With request set it counts
+// a request in flight (see httpSession.startRequest), under the handler's
+// lock, so that eviction never picks a session a request just found.
+func (h *HTTPHandler) lookup(id string, request bool) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.sessions[id]
+	s := h.sessions[id]
+	if s != nil && request {
+		s.startRequest()
+	}
+	return s
+}
+
+// evictIdle ends the least recently used session with no request in
+// flight and reports whether there was one. h.mu must be held.
+func (h *HTTPHandler) evictIdle() bool {
+	var lru *httpSession
+	var last time.Time
+	for _, s := range h.sessions {
+		s.mu.Lock()
+		idle, used := s.refs == 0, s.used
+		s.mu.Unlock()
+		if idle && (lru == nil || used.Before(last)) {
+			lru, last = s, used
+		}
+	}
+	if lru == nil {
+		return false
+	}
+	// Forgotten at once (its client gets 404 from now on), ended in the
+	// background: closing its upstream must not hold up the new session.
+	delete(h.sessions, lru.id)
+	go lru.end()
+	return true
 }
 
 // open starts a session for a POST without a session id: msg, its body,
@@ -299,8 +331,7 @@ func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request, msg jsonrpc.M
 		writeRPCError(w, status, req.ID, int64(code), err.Error())
 		return
 	}
-	s.startRequest()
-	defer s.endRequest()
+	defer s.endRequest() // start counted this request
 	s.transport.ServeHTTP(w, r)
 }
 
@@ -312,14 +343,16 @@ func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 	case h.closed:
 		h.mu.Unlock()
 		return nil, http.StatusServiceUnavailable, errors.New("hybridctx: the proxy is shutting down")
-	case len(h.sessions) >= h.max:
+	case len(h.sessions) >= h.max && !h.evictIdle():
 		h.mu.Unlock()
 		// 403, not 503: clients treat 503 as transient and drop the body
 		// that says what to do.
-		return nil, http.StatusForbidden, fmt.Errorf("hybridctx: too many MCP sessions (at most %d); end one first", h.max)
+		return nil, http.StatusForbidden, fmt.Errorf("hybridctx: too many MCP sessions (at most %d), every one busy; retry when one is done", h.max)
 	}
+	// The opening request is in flight from the start, so that another
+	// new session cannot evict this one before it answered.
 	s := &httpSession{h: h, id: id, transport: &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events},
-		ready: make(chan struct{}), done: make(chan struct{})}
+		ready: make(chan struct{}), done: make(chan struct{}), refs: 1, used: time.Now()}
 	h.sessions[id] = s
 	h.wg.Add(1)
 	h.mu.Unlock()

@@ -20,7 +20,8 @@ type httpSession struct {
 	mu    sync.Mutex
 	conn  mcp.Connection // the connected transport
 	ended bool
-	refs  int // requests in progress
+	refs  int       // requests in progress
+	used  time.Time // when the last request started or ended
 	timer *time.Timer
 }
 
@@ -48,6 +49,9 @@ func (t readyTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	s.conn = conn
 	if s.h.idle > 0 {
 		s.timer = time.AfterFunc(s.h.idle, s.end)
+		if s.refs > 0 { // the opening request is in flight
+			s.timer.Stop()
+		}
 	}
 	s.mu.Unlock()
 	close(s.ready)
@@ -70,6 +74,7 @@ func (s *httpSession) end() {
 func (s *httpSession) startRequest() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.used = time.Now()
 	if s.refs++; s.refs == 1 && s.timer != nil {
 		s.timer.Stop()
 	}
@@ -79,6 +84,7 @@ func (s *httpSession) startRequest() {
 func (s *httpSession) endRequest() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.used = time.Now()
 	if s.refs--; s.refs == 0 && s.timer != nil && !s.ended {
 		s.timer.Reset(s.h.idle)
 	}

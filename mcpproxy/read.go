@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"unicode/utf8"
 
@@ -108,7 +109,7 @@ func (r *reader) callTool(ctx context.Context, name string, rawArgs json.RawMess
 		out.Content = []mcp.Content{&mcp.TextContent{Text: string(b)}}
 	} else {
 		out.Content = []mcp.Content{&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{
-			URI: got.Ref.String(), MIMEType: r.binaryMIME(got.Ref), Blob: b}}}
+			URI: got.Ref.String(), MIMEType: r.binaryMIME(got.Ref, got.Offset, b), Blob: b}}}
 	}
 	if res.Note != "" {
 		out.Content = append(out.Content, &mcp.TextContent{Text: res.Note})
@@ -149,16 +150,26 @@ func (r *reader) readResource(ctx context.Context, uri string) (*mcp.ReadResourc
 	case utf8.Valid(b):
 		c.MIMEType, c.Text = mimeText, string(b)
 	default:
-		c.MIMEType, c.Blob = r.binaryMIME(got.Ref), b
+		c.MIMEType, c.Blob = r.binaryMIME(got.Ref, 0, b), b
 	}
 	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{c}}
 	res.CacheScope = "private" // owner-bound content
 	return res, nil
 }
 
-func (r *reader) binaryMIME(ref artifact.Ref) string {
+// binaryMIME returns the MIME type of binary bytes read from ref at off:
+// the one its resource_link announced when this proxy stored it, else, for
+// a read from the start, the type the bytes show (an image or audio format
+// a reference written by another proxy process holds), else
+// application/octet-stream.
+func (r *reader) binaryMIME(ref artifact.Ref, off int64, b []byte) string {
 	if r.mimeOf != nil {
 		if m := r.mimeOf(ref); m != "" && m != mimeText && m != mimeJSON {
+			return m
+		}
+	}
+	if off == 0 {
+		if m, _, _ := strings.Cut(http.DetectContentType(b), ";"); strings.HasPrefix(m, "image/") || strings.HasPrefix(m, "audio/") || strings.HasPrefix(m, "video/") {
 			return m
 		}
 	}

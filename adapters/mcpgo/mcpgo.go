@@ -9,6 +9,7 @@
 package mcpgo
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -193,11 +194,61 @@ func (b *bounder) bound(ctx context.Context, res *mcp.CallToolResult) (*mcp.Call
 			r2.StructuredContent, r2.RawStructuredContent = nil, nil
 		}
 	}
-	if !changed {
-		return res, nil
+	if changed {
+		r2.Content = out
 	}
-	r2.Content = out
-	return &r2, nil
+	if len(res.Content) < 2 { // a single block's notice and link are the smallest form
+		if !changed {
+			return res, nil
+		}
+		return &r2, nil
+	}
+	return b.boundWhole(ctx, res, &r2, changed)
+}
+
+// boundWhole applies the whole-result bound to r2, res as bounded block by
+// block: when it would still send more than the policy's ResultBound,
+// notices and links included, res's original content array is stored as
+// one JSON artifact and replaced by the whole-result notice and one
+// resource_link (see docs/mcp-proxy.md).
+func (b *bounder) boundWhole(ctx context.Context, res, r2 *mcp.CallToolResult, changed bool) (*mcp.CallToolResult, error) {
+	sent, err := json.Marshal(r2)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgo: encoding a result: %w", err)
+	}
+	if !b.off.Policy().SendsOverResultBound(int64(len(sent))) {
+		if !changed {
+			return res, nil
+		}
+		return r2, nil
+	}
+	content, err := json.Marshal(res.Content)
+	if err != nil {
+		return nil, fmt.Errorf("mcpgo: encoding a result: %w", err)
+	}
+	var typed []struct {
+		Type string `json:"type"`
+	}
+	_ = json.Unmarshal(content, &typed)
+	types := make([]string, len(typed))
+	for i, t := range typed {
+		types[i] = t.Type
+	}
+	whole, err := b.off.StoreResult(ctx, b.call, bytes.NewReader(content), types)
+	if err != nil {
+		return nil, err
+	}
+	if b.hook != nil {
+		b.hook(ctx, b.tool, whole)
+	}
+	r3 := *r2
+	r3.Content = []mcp.Content{mcp.TextContent{Type: mcp.ContentTypeText, Text: whole.Notice}}
+	if oc := whole.Outcome(); oc == hybridctx.Offloaded || oc == hybridctx.ExistingReference {
+		size, _ := whole.Diagnostics().ObservedBytes()
+		r3.Content = append(r3.Content, mcp.ResourceLink{Type: mcp.ContentTypeLink, URI: whole.Ref.String(),
+			Name: "sha256-" + whole.Ref.Hex()[:16], MIMEType: mimeJSON, Size: &size})
+	}
+	return &r3, nil
 }
 
 // payloadOf returns what is decided for one block: the text of a text block

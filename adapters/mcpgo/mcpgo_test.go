@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -41,6 +42,14 @@ func newServer(t *testing.T, off *hybridctx.Offloader, reh *hybridctx.Rehydrator
 			},
 			StructuredContent: json.RawMessage("[" + strings.TrimSuffix(strings.Repeat(big[:7]+",", 1500), ",") + "]"),
 		}, nil
+	})
+	s.AddTool(mcp.NewTool("many"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := &mcp.CallToolResult{}
+		for i := range 200 {
+			p := fmt.Sprintf("block %04d ", i)
+			res.Content = append(res.Content, mcp.NewTextContent(p+strings.Repeat("x", 4000-len(p))))
+		}
+		return res, nil
 	})
 	if err := mcpgo.AddReadTools(s, reh, nil); err != nil {
 		t.Fatal(err)
@@ -250,5 +259,28 @@ func TestCancelled(t *testing.T) {
 	}
 	if _, err := h(context.Background(), mcp.CallToolRequest{}); err != nil || decisions != 1 {
 		t.Fatalf("decisions %d, err %v", decisions, err)
+	}
+}
+
+// 200 blocks of 4,000 bytes: under the threshold each, their notices alone
+// over the result bound; the result is stored whole and block i reads back
+// with query_artifact and .[i].
+func TestWholeResultBound(t *testing.T) {
+	env := adapttest.New(t, &hybridctx.Policy{InlineThreshold: 16384})
+	c := newServer(t, env.Off, env.Reh, "")
+	res := call(t, c, "many", nil)
+	raw, _ := json.Marshal(res)
+	if len(raw) > 4*16384+1024 || len(res.Content) != 2 || !strings.Contains(text(t, res), "200 content blocks (200 text)") {
+		t.Fatalf("%d bytes: %.300s", len(raw), raw)
+	}
+	link, ok := res.Content[1].(mcp.ResourceLink)
+	if !ok {
+		t.Fatalf("second block is %T", res.Content[1])
+	}
+	args, _ := json.Marshal(map[string]any{"reference": link.URI, "filter": ".[123].text"})
+	got := text(t, call(t, c, "query_artifact", args))
+	want := "block 0123 " + strings.Repeat("x", 4000-11)
+	if line, _, _ := strings.Cut(got, "\n"); line != `"`+want+`"` {
+		t.Fatalf("block 123 read back as %.60q", got)
 	}
 }

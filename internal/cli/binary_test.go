@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 		buildErr = fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	code := m.Run()
+	reportE2ESkips()
 	_ = os.RemoveAll(dir)
 	if testServerDir != "" {
 		_ = os.RemoveAll(testServerDir)

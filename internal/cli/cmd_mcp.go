@@ -42,8 +42,10 @@ one by one until the rest fits.
 
 --listen ADDR serves MCP clients over Streamable HTTP at http://ADDR/mcp
 instead of standard input and output: each MCP session gets its own owner
-session and upstream (process), at most --max-sessions at once, ended by
-DELETE or after --idle-timeout. A loopback address checks Host and Origin;
+session and upstream (process), ended by DELETE or after --idle-timeout;
+at --max-sessions, a new session ends the least recently used one with no
+request in flight (its client gets 404 and starts anew), and is refused
+(403) only when every session is busy. A loopback address checks Host and Origin;
 any other address needs --token-env NAME, the environment variable holding
 the bearer token every request must carry. --url URL connects to an
 upstream server over HTTP (Streamable HTTP, else HTTP+SSE) instead of
@@ -60,9 +62,12 @@ artifact:// URIs (the whole body must fit --budget). Categorical outcomes
 come back as isError tool results saying what to do next.
 
 The owner defaults so one line of client configuration is enough: user = the
-OS user name, workflow = the base name of CMD, session = a fresh random id per
-proxy process (so another proxy cannot read this one's results). Pin
---session (or HYBRIDCTX_SESSION) to keep reading them after a restart.
+OS user name, workflow = the base name of CMD, session = "default", so a
+client that restarts the proxy (a resumed conversation) still reads the
+references in its history. --session NAME (or HYBRIDCTX_SESSION) pins
+another; --session new gives each proxy process a fresh random session, so
+concurrent conversations never read each other's results. With --listen,
+each MCP session gets a fresh random session unless --session NAME pins one.
 
 Progress events, and one run summary line when the client leaves, go to
 --events FILE (or standard error with "-"), never to standard output. The
@@ -230,9 +235,19 @@ func (a *app) mcpUpstream(args []string, o mcpFlags) (func() mcp.Transport, erro
 	}, nil
 }
 
+// DefaultMCPSession is the stdio proxy's session when none is given: a fixed
+// name, so that a client that restarts the proxy (a resumed conversation, a
+// relaunched app) still reads the references in its history. See
+// docs/mcp-proxy.md.
+const DefaultMCPSession = "default"
+
+// NewMCPSession, given as --session, asks for a fresh random session per
+// proxy process (per MCP session with --listen).
+const NewMCPSession = "new"
+
 // mcpOwner resolves the proxy's owner: flags, then the environment, then the
-// defaults of SPEC §10 (OS user name, base name of the server command, a
-// fresh session id).
+// defaults (OS user name, base name of the server command, the fixed session
+// DefaultMCPSession; NewMCPSession means a fresh random one).
 func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, error) {
 	o := artifact.Owner{
 		User:     a.setting(cmd, "user", a.user, EnvUser),
@@ -249,7 +264,10 @@ func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, erro
 	if o.Workflow == "" {
 		o.Workflow = workflowName(command)
 	}
-	if o.Session == "" {
+	switch o.Session {
+	case "":
+		o.Session = DefaultMCPSession
+	case NewMCPSession:
 		o.Session = randomID()
 	}
 	if err := o.Validate(); err != nil {

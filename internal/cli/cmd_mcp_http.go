@@ -38,7 +38,7 @@ func (f *mcpHTTPFlags) register(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.headers, "header", nil, `add a request header to the upstream, "Name: value" (repeatable; ${VAR} is expanded from the environment)`)
 	fs.StringVar(&f.tokenEnv, "token-env", "", "environment variable holding the bearer token --listen requires (needed off loopback)")
 	fs.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "accept browser requests from this origin, scheme://host[:port], besides the listener's own (repeatable)")
-	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once (> 0)")
+	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once (> 0); at the limit a new one ends the least recently used idle one")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", mcpproxy.DefaultIdleTimeout, "end a --listen session idle this long (> 0)")
 }
 
@@ -206,7 +206,8 @@ func validVarName(s string) bool {
 // own upstream.
 func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags, maxBody int, token string, owner artifact.Owner,
 	newProxy func(artifact.Owner) (*mcpproxy.Proxy, error), upstream func() mcp.Transport) error {
-	pinned := a.setting(cmd, "session", a.session, EnvSession) != ""
+	given := a.setting(cmd, "session", a.session, EnvSession)
+	pinned := given != "" && given != NewMCPSession
 	h, err := mcpproxy.NewHTTPHandler(func(context.Context, string) (*mcpproxy.Proxy, mcp.Transport, error) {
 		o := owner
 		if !pinned {
@@ -241,10 +242,16 @@ func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags,
 	case <-ctx.Done():
 	case serveErr = <-served:
 	}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// Within two seconds: the listener closes at once, every session ends
+	// (releasing its streams; an upstream process gets its stdin closed,
+	// SIGTERM after 1 s, SIGKILL after 2 s), and connections still open
+	// after a second are closed.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
 	defer cancel()
-	_ = h.Close() // ends every session, releasing its streams
-	if srv.Shutdown(sctx) != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	_ = h.Close()
+	if <-shut != nil {
 		_ = srv.Close()
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {

@@ -211,24 +211,6 @@ func readLines(t *testing.T, path string) []string {
 	return out
 }
 
-func TestMCPDefaultOwnerIsolatesProcesses(t *testing.T) {
-	bin := mcpServerBin(t)
-	ws := newWorkspace(t)
-	a := startMCP(t, nil, "mcp", "--workspace", ws, "--threshold", "100", "--", bin)
-	ref, _, _ := strings.Cut(firstText(a.call(t, "cat", map[string]any{"size": 500})), "\n")
-	if got := a.call(t, "read_artifact", map[string]any{"reference": ref}); got.IsError {
-		t.Fatalf("own read: %q", firstText(got))
-	}
-	// Another proxy process (a fresh session by default) cannot read it.
-	b := startMCP(t, nil, "mcp", "--workspace", ws, "--threshold", "100", "--", bin)
-	if got := b.call(t, "read_artifact", map[string]any{"reference": ref}); !got.IsError ||
-		!strings.Contains(firstText(got), "unauthorized") {
-		t.Fatalf("other process read: %q", firstText(got))
-	}
-	a.stop(t)
-	b.stop(t)
-}
-
 func TestMCPUpstreamCrash(t *testing.T) {
 	r := startMCP(t, nil, "mcp", "--workspace", newWorkspace(t), "--", mcpServerBin(t))
 	if _, err := r.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "crash", Arguments: map[string]any{}}); err == nil {
