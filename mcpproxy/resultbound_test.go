@@ -174,13 +174,14 @@ func TestWholeResultBoundWire(t *testing.T) {
 
 func TestWholeResultBoundTypedLargestFirst(t *testing.T) {
 	bind, _ := hybridctx.NewBinding(owner("s1"), openStore(t, "mem://"))
-	off, err := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 1000, ResultThreshold: 2500}, nil)
+	off, err := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 1000, ResultThreshold: 2800}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b := &bounder{off: off}
-	// 900 + 950 + 100 + 800 > 2500: storing the 950 one leaves 1800.
-	blocks := []string{strings.Repeat("a", 900), strings.Repeat("b", 950), "c", strings.Repeat("d", 800)}
+	// 990 + 995 + 1 + 900 > 2800: storing the 995 one leaves 1891, and its
+	// notice and link (about 650 bytes) still fit.
+	blocks := []string{strings.Repeat("a", 990), strings.Repeat("b", 995), "c", strings.Repeat("d", 900)}
 	res := &mcp.CallToolResult{}
 	for _, s := range blocks {
 		res.Content = append(res.Content, &mcp.TextContent{Text: s})
@@ -189,7 +190,7 @@ func TestWholeResultBoundTypedLargestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := checkResultBound(t, blocks, out.Content, 2500); n != 1 {
+	if n := checkResultBound(t, blocks, out.Content, 2800); n != 1 {
 		t.Fatalf("%d blocks stored, want 1", n)
 	}
 	if tc := out.Content[1].(*mcp.TextContent); !strings.HasPrefix(tc.Text, "artifact://") {
