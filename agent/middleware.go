@@ -74,7 +74,7 @@ func (m *Middleware) Wrap(name string, tool ToolFunc) WrappedFunc {
 // content blocks of an MCP tool result) together: each part as Call would,
 // then, when the parts kept inline total more than the policy's
 // ResultBound, the largest of them are stored one by one until the rest
-// fits (SPEC §11.2). It returns one decision per part, in order. The error
+// fits (docs/mcp-proxy.md, "The whole-result bound"). It returns one decision per part, in order. The error
 // is the Offloader's when no decision could be made; decisions made before
 // it were reported.
 func (m *Middleware) DecideParts(ctx context.Context, call hybridctx.Call, parts []any) ([]*hybridctx.OffloadResult, error) {

@@ -90,7 +90,7 @@ func attachBytes(ctx context.Context, s *workspace.Store, owner artifact.Owner, 
 // chunk or more is copied while it is hashed, and a new body's writer
 // adopts that copy: nothing is written to it. A smaller one is written
 // when committed. A body the workspace already holds drops the copy and
-// opens no writer at all (§4: no body write), and the stored body is the
+// opens no writer at all (docs/offload.md: no body write), and the stored body is the
 // one it was.
 func TestCopyAhead(t *testing.T) {
 	ctx := context.Background()

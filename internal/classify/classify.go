@@ -29,7 +29,7 @@
 // # Long streams
 //
 // The JSON verdict is exact for streams of at most [JSONScanLimit] bytes
-// (64 KiB). A longer stream is judged by a cheaper rule (SPEC §4), so
+// (64 KiB). A longer stream is judged by a cheaper rule (docs/offload.md, "The notice"), so
 // that JSON costs no more than text at any size: it is JSON if and only if
 // its first non-whitespace byte is '{' or '[', no syntax error was found
 // in its first JSONScanLimit bytes, and its last non-whitespace byte is

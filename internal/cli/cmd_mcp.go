@@ -223,7 +223,7 @@ func (a *app) mcpUpstream(args []string, o mcpFlags) (func() mcp.Transport, erro
 }
 
 // mcpOwner resolves the proxy's owner: flags, then the environment, then the
-// defaults of SPEC §10 (OS user name, base name of the server command, a
+// defaults of docs/cli.md, "Owners" (OS user name, base name of the server command, a
 // fresh session id).
 func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, error) {
 	o := artifact.Owner{

@@ -21,7 +21,7 @@ import (
 	"github.com/hybridctx/hybridctx/mcpproxy"
 )
 
-// mcpHTTPFlags are the mcp command's HTTP flags (SPEC §11.1).
+// mcpHTTPFlags are the mcp command's HTTP flags (docs/mcp-proxy.md, "HTTP on both sides").
 type mcpHTTPFlags struct {
 	listen, url, tokenEnv string
 	headers               []string
