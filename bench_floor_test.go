@@ -33,7 +33,7 @@ var (
 // json.RawMessage, io.Reader) and case ("fresh": a new body and record;
 // "reuse": the owner's record and body exist, existing_reference). The
 // metrics are the median and the best of offload time / SHA-256 time
-// ("x-sha-med", "x-sha-best"); SPEC's floor is 1.0. ns/op counts both
+// ("x-sha-med", "x-sha-best"); docs/figures.md's floor is 1.0. ns/op counts both
 // timings. A fresh body is deleted again, so that the memory backend
 // copies the next one into memory the runtime reuses; -floorkeep keeps
 // them, as a workspace does, so that it copies into memory the process has

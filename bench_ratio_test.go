@@ -18,7 +18,7 @@ import (
 
 // BenchmarkShareOfSHA256 measures large-body offload and verified
 // rehydration as a share of this machine's raw SHA-256 speed, the bound of
-// SPEC §12 (≥ 80% when fsync is excluded). Each iteration times a plain
+// docs/figures.md (≥ 80% when fsync is excluded). Each iteration times a plain
 // SHA-256 of a 64 MiB body and then, on the same body, every operation, so
 // that both see the same load from other processes; the metrics are
 // percentages of the SHA-256 speed: the median over iterations of the
@@ -28,7 +28,7 @@ import (
 // body is random bytes, which the classifier judges binary at once; the
 // "-text" variants offload log-like UTF-8 text (every byte checked as
 // UTF-8) and the "-json" variants a JSON document (its first 64 KiB
-// scanned, its last non-space byte checked, as SPEC §4 allows), to show
+// scanned, its last non-space byte checked, as docs/offload.md allows), to show
 // the classifier's cost too.
 func BenchmarkShareOfSHA256(b *testing.B) {
 	const n = 64 << 20

@@ -12,7 +12,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace/memstore"
 )
 
-// BenchmarkViews measures the targeted views (§13, §14) on a 64 MiB log
+// BenchmarkViews measures the targeted views (docs/rehydration.md, docs/figures.md) on a 64 MiB log
 // (a 64 MiB JSON document for query) in the memory workspace, each as a
 // share of raw SHA-256 of the same bytes timed in the same iteration
 // ("-%sha-med": the median paired ratio; "-%sha-best": fastest over

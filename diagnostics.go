@@ -48,7 +48,7 @@ func (d *Diagnostics) Reason() Reason { return d.reason }
 func (d *Diagnostics) View() View { return d.view }
 
 // ObservedBytes returns the bytes the decision looked at; ok is false where
-// the spec makes it null (unauthorized, missing, invalid_reference).
+// docs/diagnostics.md makes it null (unauthorized, missing, invalid_reference).
 func (d *Diagnostics) ObservedBytes() (n int64, ok bool) { return d.observed, d.hasObs }
 
 // ConfiguredBytes returns the inline threshold (offload) or the byte budget
@@ -174,7 +174,7 @@ func initRehydrationDiagnostics(d *Diagnostics, view View, outcome Outcome, reas
 	return nil
 }
 
-// diagJSON is the wire shape of §10.
+// diagJSON is the wire shape of docs/cli.md, "JSON shapes".
 type diagJSON struct {
 	Operation       Operation       `json:"operation"`
 	Outcome         Outcome         `json:"outcome"`
@@ -210,7 +210,7 @@ func (d *Diagnostics) wire() diagJSON {
 	return w
 }
 
-// MarshalJSON renders the snake_case shape of the spec.
+// MarshalJSON renders the snake_case shape of docs/diagnostics.md.
 func (d *Diagnostics) MarshalJSON() ([]byte, error) { return json.Marshal(d.wire()) }
 
 // String renders one line: operation outcome/reason and the byte counts.

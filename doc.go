@@ -11,7 +11,7 @@
 // releasing anything).
 //
 // Besides a byte range (Rehydrate, RehydrateTo), a Rehydrator answers three
-// targeted views of a body (SPEC §13), each a rehydration in every respect
+// targeted views of a body (docs/rehydration.md), each a rehydration in every respect
 // — the same checks in the same order, the whole body's digest verified
 // before a byte is released, one event whose diagnostics name the View:
 // ReadLines (whole lines), Search (grep -n style, literal or RE2) and Query

@@ -28,7 +28,7 @@ const (
 	OverBudget
 	InvalidReference
 	// ViewFailed means a view (lines, search, query) could not turn a
-	// verified body into an answer (§13).
+	// verified body into an answer (docs/rehydration.md).
 	ViewFailed
 )
 
@@ -75,7 +75,7 @@ const (
 	HistoryBudget
 )
 
-// View says what a rehydration turned the verified body into (§13). Every
+// View says what a rehydration turned the verified body into (docs/rehydration.md). Every
 // rehydration has one; offload decisions have none (0).
 type View uint8
 
@@ -159,7 +159,7 @@ func (o Outcome) Operation() Operation {
 	return 0
 }
 
-// validPairs is the closed table of (outcome, reason) pairs of the spec.
+// validPairs is the closed table of (outcome, reason) pairs of docs/diagnostics.md.
 var validPairs = [...][]Reason{
 	Inline:            {BelowThreshold, RecoveredSegmentBypass},
 	Offloaded:         {ThresholdExceeded, ReplacedCorruptBody, HistoryBudget},

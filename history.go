@@ -377,8 +377,8 @@ func (c *Compactor) mask(ctx context.Context, r HistoryResult) (CompactedResult,
 	return CompactedResult{Text: d.Notice, Form: FormNotice, Masked: true, Decision: d}, nil
 }
 
-// maskText stores an inline result for a history over its budget: §4 step
-// 5 whatever its size, reason history_budget, and the mask as its notice.
+// maskText stores an inline result for a history over its budget: step 5
+// of docs/offload.md whatever its size, reason history_budget, and the mask as its notice.
 func (o *Offloader) maskText(ctx context.Context, call Call, text string) (*OffloadResult, error) {
 	if err := start(ctx, call); err != nil {
 		return nil, err

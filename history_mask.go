@@ -90,7 +90,7 @@ type StoredText struct {
 	Offset int64
 }
 
-// ParseStoredText reports whether text is a notice of a stored result (§4)
+// ParseStoredText reports whether text is a notice of a stored result (docs/offload.md)
 // or a mask, and what it says: its first line is a canonical reference and
 // its second begins "<N> bytes, <L> lines, <kind>" (or, for the mask of a
 // recovered segment, "<N> bytes at offset <O>, <kind>"). Adapters use it to

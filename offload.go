@@ -133,7 +133,7 @@ func (o *OffloadResult) Text() string {
 	return string(o.content)
 }
 
-// Offload decides one tool result (§4). result is serialized as the model
+// Offload decides one tool result (docs/offload.md). result is serialized as the model
 // would see it: string, []byte and json.RawMessage as they are, a *Segment
 // (recovered by a Rehydrator) bypassed inline, an io.Reader streamed through
 // OffloadReader, anything else encoded with encoding/json.
@@ -180,7 +180,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 }
 
 // Store decides result like Offload, except that it stores it whatever its
-// size: the whole-result bound (Policy.ResultBound, SPEC §11.2) uses it for
+// size: the whole-result bound (Policy.ResultBound, docs/mcp-proxy.md) uses it for
 // parts of a result that are each under the threshold but too large
 // together. A recovered segment is still inlined (recovered_segment_bypass).
 func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadResult, error) {
@@ -213,7 +213,7 @@ func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadR
 }
 
 // start is what every decision checks before anything else: a cancelled
-// context (SPEC §4 step 1), and a call that could never be recorded. An
+// context (docs/offload.md, step 1), and a call that could never be recorded. An
 // error means no decision, no event and no workspace access.
 func start(ctx context.Context, call Call) error {
 	if err := ctx.Err(); err != nil {
@@ -223,7 +223,7 @@ func start(ctx context.Context, call Call) error {
 }
 
 // bypass inlines a recovered segment whatever its size: no threshold check,
-// no write (§4 step 2).
+// no write (docs/offload.md, step 2).
 func (o *Offloader) bypass(ctx context.Context, s *Segment) (*OffloadResult, error) {
 	out := &OffloadResult{Original: s, content: s.body}
 	return o.finish(ctx, out, Inline, RecoveredSegmentBypass, int64(len(s.body)))
@@ -267,7 +267,7 @@ func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []b
 	}
 	// Hash (and classify, in parallel) first and write only if the
 	// workspace lacks the body: a result seen again costs no write at all
-	// (§4: existing_reference writes nothing). The write reuses the digest.
+	// (docs/offload.md: existing_reference writes nothing). The write reuses the digest.
 	st := storing{o: o, call: call, size: n, bytes: b, orig: orig}
 	if err := st.digestBytes(ctx); err != nil {
 		return st.abort(err)

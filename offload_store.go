@@ -72,7 +72,7 @@ func (st *storing) facts() *stored {
 	return &stored{ref: st.ref, size: st.size, lines: st.lines, kind: st.kind, shape: st.shapeBuf[:st.shapeLen]}
 }
 
-// storing carries one oversized result through §4 step 5.
+// storing carries one oversized result through step 5 of docs/offload.md.
 type storing struct {
 	o        *Offloader
 	call     Call
@@ -133,7 +133,7 @@ func (st *storing) abort(err error) (*OffloadResult, error) {
 	return nil, err
 }
 
-// attachDecisions maps what the workspace did in §4 step 5 to the
+// attachDecisions maps what the workspace did in step 5 of docs/offload.md to the
 // decision's outcome and reason.
 var attachDecisions = [...]struct {
 	outcome Outcome
@@ -149,7 +149,7 @@ var attachDecisions = [...]struct {
 	workspace.AttachCanceledAfterWrite: {RecoveryRequired, CanceledAfterWrite},
 }
 
-// decide runs §4 step 5 for a result whose digest and size are known: the
+// decide runs step 5 of docs/offload.md for a result whose digest and size are known: the
 // workspace attaches the body to the owner and the case it reports is the
 // decision.
 func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {

@@ -305,7 +305,7 @@ func itoa(n int) string     { return itoa64(int64(n)) }
 func itoa64(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
 // TestLargeReuseWritesNothing: a byte result seen again, however large,
-// costs no body write at all, not even a temporary one (§4).
+// costs no body write at all, not even a temporary one (docs/offload.md).
 func TestLargeReuseWritesNothing(t *testing.T) {
 	e := newEnv(t, 4096)
 	big := bytes.Repeat([]byte("a large result repeated by the agent\n"), 200_000) // 7.4 MB

@@ -40,20 +40,20 @@ type Policy struct {
 	// [A-Za-z0-9_.-].
 	ReadToolName string
 	// SearchToolName and QueryToolName name the search and query tools
-	// (§13) by the same rules; empty means DefaultSearchToolName and
+	// (docs/rehydration.md) by the same rules; empty means DefaultSearchToolName and
 	// DefaultQueryToolName.
 	SearchToolName, QueryToolName string
 	// ToolThresholds overrides InlineThreshold for the results of the
-	// named tools (§13); each threshold must be > 0. The map must not
+	// named tools (docs/rehydration.md); each threshold must be > 0. The map must not
 	// change once an Offloader uses the policy.
 	ToolThresholds map[string]int64
 	// PreviewBytes, when > 0, adds to the notice of a text or JSON body its
-	// first whole lines, at most this many bytes (§13). 0 means no preview.
+	// first whole lines, at most this many bytes (docs/offload.md, "The notice"). 0 means no preview.
 	PreviewBytes int64
 	// ResultThreshold bounds one result made of several parts (the content
 	// blocks of an MCP tool result): after each part is decided, when the
 	// parts kept inline total more than this many bytes, the largest of them
-	// are stored one by one until the rest fits (SPEC §11.2). Zero means
+	// are stored one by one until the rest fits (docs/mcp-proxy.md). Zero means
 	// DefaultResultThresholdFactor × InlineThreshold; it must be >= 0.
 	ResultThreshold int64
 	// History bounds the whole conversation's tool content (see
@@ -119,7 +119,7 @@ func (p Policy) ResultBound() int64 {
 	return DefaultResultThresholdFactor * p.InlineThreshold
 }
 
-// OverResultBound applies the whole-result bound of SPEC §11.2 to the sizes
+// OverResultBound applies the whole-result bound of docs/mcp-proxy.md to the sizes
 // of the parts a result keeps inline (a negative size marks a part that is
 // not inline and is skipped): it returns the indexes of the parts to store,
 // largest first (the earlier part first among equal sizes), so that the

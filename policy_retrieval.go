@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Default names of the search and query tools (§13).
+// Default names of the search and query tools (docs/rehydration.md).
 const (
 	DefaultSearchToolName = "search_artifact"
 	DefaultQueryToolName  = "query_artifact"
@@ -17,7 +17,7 @@ const (
 // MaxPreviewBytes bounds Policy.PreviewBytes.
 const MaxPreviewBytes = 4096
 
-// validateRetrieval checks the policy fields of targeted retrieval (§13).
+// validateRetrieval checks the policy fields of targeted retrieval (docs/rehydration.md).
 func (p Policy) validateRetrieval() error {
 	for _, n := range []string{p.SearchToolName, p.QueryToolName} {
 		if err := validToolName(n); err != nil {
@@ -73,7 +73,7 @@ func (p Policy) ToolName(v View) string {
 }
 
 // forTool returns the Offloader that decides results of tool: o itself, or
-// a copy whose inline threshold is the policy's per-tool threshold (§13), so
+// a copy whose inline threshold is the policy's per-tool threshold (docs/rehydration.md), so
 // every decision, diagnostics included, uses that threshold.
 func (o *Offloader) forTool(tool string) *Offloader {
 	if len(o.policy.ToolThresholds) == 0 {
@@ -114,7 +114,7 @@ func (st *storing) previewHead() []byte {
 // previewIntro introduces the preview lines after the notice's.
 const previewIntro = "\nIt begins:\n"
 
-// withPreview appends to a stored notice the policy's preview (§13): the
+// withPreview appends to a stored notice the policy's preview (docs/offload.md, "The notice"): the
 // first whole lines of a text or JSON body, at most PreviewBytes bytes, so
 // the notice is at most MaxNoticeLen + PreviewBytes bytes and stays
 // byte-identical for the same body and policy. Nothing for binary bodies,

@@ -18,7 +18,7 @@ import (
 )
 
 // TestViewPrivacy extends TestPrivacy to the lines, search and query views
-// (SPEC §13, §6): for every outcome a view can reach — resolved, paged,
+// (docs/rehydration.md, docs/diagnostics.md): for every outcome a view can reach — resolved, paged,
 // over_budget, unauthorized, view_failed for each reason — the
 // diagnostics and the event carry no marker in any output form, though the
 // body, the pattern, the filter and the owner all hold one. (The answer

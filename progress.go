@@ -52,7 +52,7 @@ type eventJSON struct {
 	Diagnostics   *Diagnostics `json:"diagnostics"`
 }
 
-// MarshalJSON renders the snake_case shape of the spec.
+// MarshalJSON renders the snake_case shape of docs/diagnostics.md.
 func (e *Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(eventJSON{Type: e.Type, Sequence: e.Sequence, Time: e.Time.UTC().Format(TimeLayout),
 		RunID: e.RunID, AgentID: e.AgentID, ParentAgentID: e.ParentAgentID, Depth: e.Depth, Diagnostics: e.Diagnostics})

@@ -158,7 +158,7 @@ func (r *Rehydration) Reason() Reason { return r.diag.reason }
 // Diagnostics returns the decision's snapshot: the instance its event carries.
 func (r *Rehydration) Diagnostics() *Diagnostics { return &r.diag }
 
-// Rehydrate resolves req (§5) and returns at most req.Budget verified bytes
+// Rehydrate resolves req (docs/rehydration.md) and returns at most req.Budget verified bytes
 // in memory. Checks run in order: arguments (ErrInvalidRequest, no event),
 // context, reference syntax (invalid_reference), owner (unauthorized, with
 // zero body I/O), existence (missing), budget against the recorded size
@@ -220,7 +220,7 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)
 }
 
-// locate runs the checks every view shares, in the order of §5: context,
+// locate runs the checks every view shares, in the order of docs/rehydration.md: context,
 // reference syntax, owner (zero body I/O), existence. When one of them
 // decides, done is true and out carries the decision (its event reported).
 func (h *Rehydrator) locate(ctx context.Context, view View, text string, budget int64) (out *Rehydration, rec artifact.Record, done bool, err error) {

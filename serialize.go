@@ -9,7 +9,7 @@ import (
 // ErrUnserializable means a tool result could not be encoded as JSON.
 var ErrUnserializable = errors.New("tool result cannot be serialized")
 
-// serialize returns the exact bytes the model would see inline (§2): a
+// serialize returns the exact bytes the model would see inline (docs/references.md): a
 // string or []byte as is, json.RawMessage as is, nil as nothing, anything
 // else through encoding/json. str is set instead of b for string input, so
 // the hot path does not copy.

@@ -20,7 +20,7 @@ func feed(t *testing.T, sc viewScanner, body []byte, step int) viewAnswer {
 	return sc.answer(context.Background(), int64(len(body)))
 }
 
-// naiveLines splits body into lines the way §4 counts them: each ends with
+// naiveLines splits body into lines the way docs/offload.md counts them: each ends with
 // its LF; a last line without LF counts when non-empty.
 func naiveLines(body []byte) [][]byte {
 	var out [][]byte

@@ -10,7 +10,7 @@ import (
 )
 
 // TestViewMemoryBounded: lines and search over a 32 MiB stored log allocate
-// a small fraction of the body, whatever it holds (SPEC §13: memory is the
+// a small fraction of the body, whatever it holds (docs/rehydration.md: memory is the
 // budget plus one capped line, never the body). The body streams from the
 // store through the hash and the scan.
 func TestViewMemoryBounded(t *testing.T) {

@@ -72,7 +72,7 @@ func (r QueryRequest) compile(g *guard) (*gojq.Code, error) {
 	return code, nil
 }
 
-// Query resolves req with the query view (§13): the checks of Rehydrate in
+// Query resolves req with the query view (docs/rehydration.md): the checks of Rehydrate in
 // the same order, then the filter's results as compact JSON, one per line,
 // paged with skip and ended by a summary line, the whole answer at most the
 // budget. The body is held parsed while the filter runs; a body larger than

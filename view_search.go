@@ -55,7 +55,7 @@ func (r SearchRequest) compile() (*matcher, error) {
 	return &matcher{re: re}, nil
 }
 
-// Search resolves req with the search view (§13): the checks of Rehydrate
+// Search resolves req with the search view (docs/rehydration.md): the checks of Rehydrate
 // in the same order, then the matching lines grep -n style with a summary
 // line, the whole answer at most the budget. Memory is bounded by the budget
 // plus one capped line.

@@ -10,7 +10,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// Limits of the targeted views (§13).
+// Limits of the targeted views (docs/rehydration.md).
 const (
 	// DefaultLineCount is the lines a LinesRequest returns when it names no
 	// count.
@@ -147,7 +147,7 @@ type viewScanner interface {
 	answer(ctx context.Context, size int64) viewAnswer
 }
 
-// ReadLines resolves req with the lines view (§13): the checks of
+// ReadLines resolves req with the lines view (docs/rehydration.md): the checks of
 // Rehydrate in the same order, then the exact bytes of whole lines, as many
 // as fit the budget. Memory is bounded by the budget.
 func (h *Rehydrator) ReadLines(ctx context.Context, req LinesRequest) (*Rehydration, error) {
@@ -163,7 +163,7 @@ func (h *Rehydrator) ReadLines(ctx context.Context, req LinesRequest) (*Rehydrat
 	})
 }
 
-// runView runs the checks of §5 for a view, then reads the body once,
+// runView runs the checks of docs/rehydration.md for a view, then reads the body once,
 // hashing it while sc scans it, and releases sc's answer only when the
 // digest verified. Exactly one event is reported per decision.
 func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget int64, mk func(size int64) viewScanner) (*Rehydration, error) {

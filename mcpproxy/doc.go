@@ -13,7 +13,7 @@
 // resource_link, an unknown type) on its JSON. A block whose other fields
 // (_meta, annotations, MIME type) are themselves over the threshold is
 // decided on its whole JSON instead, so nothing unbounded stays inline.
-// Then the whole-result bound (SPEC §11.2): when the blocks kept inline
+// Then the whole-result bound (docs/mcp-proxy.md): when the blocks kept inline
 // total more than the policy's ResultBound, the largest of them are stored,
 // one by one, until the rest fits.
 // structuredContent gets one decision on its JSON; the result's remaining

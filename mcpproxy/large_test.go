@@ -216,7 +216,7 @@ func TestStreamedUnusualResults(t *testing.T) {
 // TestStreamedBadPayloadStoresNothing: a long payload that turns out
 // malformed part-way (an invalid escape in a text block, structuredContent
 // that is not JSON) gets a JSON-RPC error under its id, and no body, whole
-// or partial, is left in the workspace (SPEC §4: nothing is written from a
+// or partial, is left in the workspace (docs/offload.md: nothing is written from a
 // failed stream).
 func TestStreamedBadPayloadStoresNothing(t *testing.T) {
 	dir := t.TempDir()

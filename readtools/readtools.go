@@ -1,5 +1,5 @@
 // Package readtools is the one definition of the tools a model uses to read
-// stored tool results back (SPEC §5, §13): read_artifact (a byte range or
+// stored tool results back (docs/rehydration.md): read_artifact (a byte range or
 // whole lines), search_artifact (grep -n over the lines) and query_artifact
 // (a sandboxed jq filter over a JSON body).
 //

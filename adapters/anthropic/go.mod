@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
-	github.com/hybridctx/hybridctx v0.0.0
+	github.com/hybridctx/hybridctx v0.1.0
 )
 
 require (
@@ -31,5 +31,3 @@ require (
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/hybridctx/hybridctx => ../..

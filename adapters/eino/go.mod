@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/cloudwego/eino v0.7.36
 	github.com/eino-contrib/jsonschema v1.0.3
-	github.com/hybridctx/hybridctx v0.0.0
+	github.com/hybridctx/hybridctx v0.1.0
 )
 
 require (
@@ -38,5 +38,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/hybridctx/hybridctx => ../..

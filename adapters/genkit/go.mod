@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/firebase/genkit/go v1.4.0
-	github.com/hybridctx/hybridctx v0.0.0
+	github.com/hybridctx/hybridctx v0.1.0
 )
 
 require (
@@ -36,5 +36,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/hybridctx/hybridctx => ../..

@@ -3,7 +3,7 @@ module github.com/hybridctx/hybridctx/adapters/langchaingo
 go 1.26.0
 
 require (
-	github.com/hybridctx/hybridctx v0.0.0
+	github.com/hybridctx/hybridctx v0.1.0
 	github.com/tmc/langchaingo v0.1.14
 )
 
@@ -38,5 +38,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect
 )
-
-replace github.com/hybridctx/hybridctx => ../..

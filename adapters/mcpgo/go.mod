@@ -3,7 +3,7 @@ module github.com/hybridctx/hybridctx/adapters/mcpgo
 go 1.26.0
 
 require (
-	github.com/hybridctx/hybridctx v0.0.0
+	github.com/hybridctx/hybridctx v0.1.0
 	github.com/mark3labs/mcp-go v1.2.1
 )
 
@@ -24,5 +24,3 @@ require (
 	golang.org/x/text v0.41.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
-
-replace github.com/hybridctx/hybridctx => ../..

@@ -3,7 +3,7 @@ module github.com/hybridctx/hybridctx/adapters/openai
 go 1.26.0
 
 require (
-	github.com/hybridctx/hybridctx v0.0.0
+	github.com/hybridctx/hybridctx v0.1.0
 	github.com/openai/openai-go/v3 v3.98.0
 )
 
@@ -17,5 +17,3 @@ require (
 	github.com/tidwall/sjson v1.2.5 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 )
-
-replace github.com/hybridctx/hybridctx => ../..

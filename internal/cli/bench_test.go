@@ -37,7 +37,7 @@ func TestBenchTemporaryWorkspace(t *testing.T) {
 	case out.Results != 40 || out.Sessions != 2 || out.Threshold != 4096 || !out.RoundTrip.OK:
 		t.Errorf("report %+v", out.Report)
 	case out.History.Ratio > 0.10:
-		t.Errorf("history ratio %.3f over SPEC §12's 10%%", out.History.Ratio)
+		t.Errorf("history ratio %.3f over docs/figures.md's 10%%", out.History.Ratio)
 	}
 	if left, _ := os.ReadDir(tmp); len(left) != 0 {
 		t.Errorf("the temporary workspace was left behind: %v", left)

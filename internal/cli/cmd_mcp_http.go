@@ -24,7 +24,7 @@ import (
 // listenIdleTimeout closes a --listen connection idle between requests.
 const listenIdleTimeout = 2 * time.Minute
 
-// mcpHTTPFlags are the mcp command's HTTP flags (SPEC §11.1).
+// mcpHTTPFlags are the mcp command's HTTP flags (docs/mcp-proxy.md, "HTTP on both sides").
 type mcpHTTPFlags struct {
 	listen, url, tokenEnv string
 	headers, allowOrigins []string

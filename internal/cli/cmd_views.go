@@ -224,7 +224,7 @@ func (a *app) note(msg string) {
 	_, _ = a.env.Stderr.Write([]byte("hybridctx: " + oneLine(msg) + "\n"))
 }
 
-// retrievalFlags are the §13 policy flags: --preview-bytes (offload, mcp,
+// retrievalFlags are the policy flags of docs/rehydration.md: --preview-bytes (offload, mcp,
 // demo) and, for the proxy, --tool-threshold NAME=N (repeatable) and
 // --query-max-bytes.
 type retrievalFlags struct {

@@ -21,7 +21,7 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// The context-economy benchmark (SPEC §14): for every stored result of a
+// The context-economy benchmark (docs/figures.md): for every stored result of a
 // workload, one question with a known answer — the line of a text result
 // that holds a token found nowhere else in it, or the value at a path of a
 // JSON result — answered twice by a scripted model: with byte pages only

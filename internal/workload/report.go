@@ -20,7 +20,7 @@ type Report struct {
 	Threshold   int64 `json:"threshold"`
 	// History weighs the conversations up to the last result's decision:
 	// bytes as kept in context, and had every result been inlined. Ratio
-	// is Bytes/WithoutOffload (SPEC §12: at most 0.10).
+	// is Bytes/WithoutOffload (docs/figures.md: at most 0.10).
 	History HistoryReport `json:"history"`
 	// HistoryWithReads is History once the model has also read a range of
 	// every stored body (each read inlined as a recovered segment).

@@ -11,7 +11,7 @@ import (
 )
 
 // attachTests check Store.Attach, the one operation by which a body and its
-// owner's record become visible (SPEC §4 step 5), on the backend.
+// owner's record become visible (docs/offload.md, step 5), on the backend.
 var attachTests = []subtest{
 	{"AttachCreatesThenFindsExisting", testAttachExisting},
 	{"AttachNewOwnerReusesBody", testAttachNewOwner},

@@ -1,0 +1,5 @@
+//go:build !race
+
+package releasetest
+
+var raceFlags []string
