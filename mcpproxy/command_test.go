@@ -113,7 +113,10 @@ func (r *commandRig) wait(t *testing.T) error {
 }
 
 func TestCommandUpstream(t *testing.T) {
-	r := newCommandRig(t, "serve", &Command{})
+	// The helper exits by itself once its stdin closes; a generous
+	// TerminateDuration keeps a slow (-race, loaded) exit from being
+	// taken for a hang.
+	r := newCommandRig(t, "serve", &Command{TerminateDuration: time.Minute})
 	res, err := r.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"size": 3 * testThreshold}})
 	if err != nil || len(res.Content) != 2 {
 		t.Fatalf("%v %s", err, dump(res))

@@ -16,6 +16,8 @@ func main() {
 	sig := cli.NotifySignals(context.Background(), os.Exit)
 	env := cli.Env{Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr, Getenv: os.Getenv, Signals: sig}
 	code := cli.Main(sig.Context(), os.Args[1:], env)
-	sig.Stop()
+	// The watch stays on until the exit: a signal that comes after the
+	// decision must not end the process by its default action, with the
+	// output complete but the exit status of a killed process.
 	os.Exit(code)
 }
