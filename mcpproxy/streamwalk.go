@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/mcpblock"
 )
 
 // resultWalk bounds one tools/call result as it is read (see stream.go).
@@ -116,26 +117,32 @@ func (w *resultWalk) block(depth int) error {
 				err = json.Unmarshal(v, &typ)
 			}
 			return err
-		case key == "text" && c == '"' && (typ == "" || typ == "text"):
-			return w.payload(itemText)
-		case key == "data" && c == '"' && (typ == "" || typ == "image" || typ == "audio"):
-			return w.payload(itemB64)
-		case key == "resource" && c == '{' && (typ == "" || typ == "resource"):
+		case c == '"':
+			if p, ok := mcpblock.Member(typ, "", key); ok {
+				return w.payload(kindOf(p))
+			}
+		case c == '{' && mcpblock.Holds(typ, key):
 			return j.members(&w.skel, depth+1, func(k string) error {
 				c, err := j.next(&w.skel)
-				switch {
-				case err != nil:
+				if err != nil {
 					return err
-				case k == "text" && c == '"':
-					return w.payload(itemText)
-				case k == "blob" && c == '"':
-					return w.payload(itemB64)
+				}
+				if p, ok := mcpblock.Member(typ, key, k); ok && c == '"' {
+					return w.payload(kindOf(p))
 				}
 				return j.value(&w.skel, depth+1)
 			}, true)
 		}
 		return j.value(&w.skel, depth)
 	}, true)
+}
+
+// kindOf returns how a payload of the rule's row p is streamed.
+func kindOf(p mcpblock.Payload) itemKind {
+	if p.Base64 {
+		return itemB64
+	}
+	return itemText
 }
 
 // short reports whether the value at the reader ends within the window.
