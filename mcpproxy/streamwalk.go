@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 	"github.com/hybridctx/hybridctx/mcpblock"
 )
 
@@ -20,8 +21,8 @@ type resultWalk struct {
 	b      *bounder
 	ctx    context.Context
 	call   hybridctx.Call
-	j      *jreader
-	skel   rawBuf
+	j      *jsonstream.Reader
+	skel   jsonstream.Buf
 	items  []streamedItem
 	window int // 0: nothing is streamed
 	nonce  string
@@ -65,39 +66,39 @@ func (s *session) newResultWalk(c *call) *resultWalk {
 func (w *resultWalk) readSize() int { return w.window + streamBuffer }
 
 // walk reads the result value at j into the skeleton, streaming payloads.
-func (w *resultWalk) walk(j *jreader) error {
+func (w *resultWalk) walk(j *jsonstream.Reader) error {
 	w.j = j
-	c, err := j.next(&w.skel)
+	c, err := j.Next(&w.skel)
 	if err != nil {
 		return err
 	}
 	if c != '{' {
-		return j.value(&w.skel, 1)
+		return j.Value(&w.skel)
 	}
-	return j.members(&w.skel, 2, func(key string) error {
+	return j.Members(&w.skel, func(key string) error {
 		switch key {
 		case "content":
-			c, err := j.next(&w.skel)
+			c, err := j.Next(&w.skel)
 			switch {
 			case err != nil:
 				return err
 			case c != '[':
-				return j.value(&w.skel, 2)
+				return j.Value(&w.skel)
 			}
-			return j.elements(&w.skel, 3, func(int) error {
-				c, err := j.next(&w.skel)
+			return j.Elements(&w.skel, func(int) error {
+				c, err := j.Next(&w.skel)
 				switch {
 				case err != nil:
 					return err
 				case c != '{':
-					return j.value(&w.skel, 3)
+					return j.Value(&w.skel)
 				}
 				return w.block(4)
 			})
 		case "structuredContent":
 			return w.structured(2)
 		}
-		return j.value(&w.skel, 2)
+		return j.Value(&w.skel)
 	}, true)
 }
 
@@ -105,14 +106,14 @@ func (w *resultWalk) walk(j *jreader) error {
 func (w *resultWalk) block(depth int) error {
 	j := w.j
 	typ := ""
-	return j.members(&w.skel, depth, func(key string) error {
-		c, err := j.next(&w.skel)
+	return j.Members(&w.skel, func(key string) error {
+		c, err := j.Next(&w.skel)
 		if err != nil {
 			return err
 		}
 		switch {
 		case key == "type" && c == '"':
-			v, err := j.small(&w.skel, depth)
+			v, err := j.Small(&w.skel)
 			if err == nil {
 				err = json.Unmarshal(v, &typ)
 			}
@@ -122,18 +123,18 @@ func (w *resultWalk) block(depth int) error {
 				return w.payload(kindOf(p))
 			}
 		case c == '{' && mcpblock.Holds(typ, key):
-			return j.members(&w.skel, depth+1, func(k string) error {
-				c, err := j.next(&w.skel)
+			return j.Members(&w.skel, func(k string) error {
+				c, err := j.Next(&w.skel)
 				if err != nil {
 					return err
 				}
 				if p, ok := mcpblock.Member(typ, key, k); ok && c == '"' {
 					return w.payload(kindOf(p))
 				}
-				return j.value(&w.skel, depth+1)
+				return j.Value(&w.skel)
 			}, true)
 		}
-		return j.value(&w.skel, depth)
+		return j.Value(&w.skel)
 	}, true)
 }
 
@@ -150,7 +151,7 @@ func (w *resultWalk) short(str bool) bool {
 	if w.window == 0 {
 		return true
 	}
-	win, _ := w.j.br.Peek(w.window + 1)
+	win, _ := w.j.Buffered().Peek(w.window + 1)
 	if str {
 		return len(win) > 0 && endsString(win[1:])
 	}
@@ -171,14 +172,14 @@ func (w *resultWalk) token() string {
 // short one into the skeleton.
 func (w *resultWalk) payload(kind itemKind) error {
 	if w.short(true) {
-		return w.j.str(&w.skel)
+		return w.j.Str(&w.skel)
 	}
-	_, _ = w.j.br.Discard(1) // the opening quote
+	_, _ = w.j.Buffered().Discard(1) // the opening quote
 	tok := w.token()
-	sr := &strReader{br: w.j.br}
+	sr := jsonstream.NewStringReader(w.j.Buffered())
 	var r io.Reader = sr
 	if kind == itemB64 {
-		r = newB64Reader(sr)
+		r = jsonstream.NewB64Reader(sr, streamBuffer)
 	}
 	out, err := w.b.off.OffloadReader(w.ctx, w.call, r)
 	if err != nil {
@@ -196,19 +197,19 @@ func (w *resultWalk) payload(kind itemKind) error {
 // offloader as written, or copies a short one into the skeleton.
 func (w *resultWalk) structured(depth int) error {
 	j := w.j
-	c, err := j.next(&w.skel)
+	c, err := j.Next(&w.skel)
 	if err != nil {
 		return err
 	}
 	if c != '{' && c != '[' || w.short(false) {
-		return j.value(&w.skel, depth)
+		return j.Value(&w.skel)
 	}
 	tok := w.token()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		bw := bufio.NewWriterSize(pw, streamBuffer)
-		err := j.value(bw, depth)
+		err := j.Value(bw)
 		if err == nil {
 			err = bw.Flush()
 		}
