@@ -315,8 +315,17 @@ func members(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annotatio
 			return "", nil, nil
 		}
 		return "resource", func(in, f string) (any, bool) {
-			m := map[string]*string{"blob": blob, "text": text, "mimeType": mime}[f]
-			if in != "resource" || m == nil {
+			var m *string
+			switch {
+			case in != "resource":
+			case f == "blob":
+				m = blob
+			case f == "text":
+				m = text
+			case f == "mimeType":
+				m = mime
+			}
+			if m == nil {
 				return nil, false
 			}
 			return *m, true
