@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // benchServer returns a server whose "cat" tool returns size bytes of text,
@@ -152,9 +153,9 @@ func BenchmarkStreamPayload(b *testing.B) {
 						r = rawValue(enc) // checked and copied as written, through a pipe (streamwalk.go)
 					default:
 						copy(enc, fmt.Sprintf("%08d", n))
-						r = &strReader{br: bufio.NewReaderSize(bytes.NewReader(enc), streamBuffer)}
+						r = jsonstream.NewStringReader(bufio.NewReaderSize(bytes.NewReader(enc), streamBuffer))
 						if c.b64 {
-							r = newB64Reader(r)
+							r = jsonstream.NewB64Reader(r, streamBuffer)
 						}
 					}
 					t0 = time.Now()
@@ -185,11 +186,11 @@ func structuredBody(n int) []byte {
 // rawValue streams the JSON value in p as the walker streams
 // structuredContent.
 func rawValue(p []byte) io.Reader {
-	j := &jreader{br: bufio.NewReaderSize(bytes.NewReader(p), streamBuffer)}
+	j := jsonstream.NewReader(bufio.NewReaderSize(bytes.NewReader(p), streamBuffer), 0)
 	pr, pw := io.Pipe()
 	go func() {
 		bw := bufio.NewWriterSize(pw, streamBuffer)
-		err := j.value(bw, 1)
+		err := j.Value(bw)
 		if err == nil {
 			err = bw.Flush()
 		}
@@ -248,9 +249,9 @@ func BenchmarkDecoders(b *testing.B) {
 				sha := time.Since(t0)
 				t0 = time.Now()
 				br.Reset(bytes.NewReader(c.enc))
-				var r io.Reader = &strReader{br: br}
+				var r io.Reader = jsonstream.NewStringReader(br)
 				if c.b64 {
-					r = newB64Reader(r)
+					r = jsonstream.NewB64Reader(r, streamBuffer)
 				}
 				n := 0
 				for {

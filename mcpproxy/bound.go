@@ -10,13 +10,14 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpblock"
 )
 
 // MIME types of the payloads the bounder stores.
 const (
-	mimeText   = "text/plain"
-	mimeJSON   = "application/json"
-	mimeBinary = "application/octet-stream"
+	mimeText   = mcpblock.MIMEText
+	mimeJSON   = mcpblock.MIMEJSON
+	mimeBinary = mcpblock.MIMEBinary
 )
 
 // bounder makes one offload decision per content block of a tools/call
@@ -276,40 +277,23 @@ func payloadSize(payload any) int64 {
 	return 0
 }
 
-// typedPayload returns what is decided for one typed block: the text of a
-// text block, the decoded bytes of an image, audio or embedded resource, and
-// the JSON encoding of any other block, or of a block whose other fields
-// (_meta, annotations, MIME type) are themselves over the threshold.
+// typedPayload returns what is decided for one typed block: its payload as
+// the rule in package mcpblock names it (the text of a text block, the
+// decoded bytes of an image, audio or embedded resource), and the JSON
+// encoding of any other block, or of a block whose other fields (_meta,
+// annotations, MIME type) are themselves over the threshold.
 func (b *bounder) typedPayload(c mcp.Content) (payload any, mime string, ann *mcp.Annotations, err error) {
-	var bare mcp.Content // c without its payload, to measure the rest
-	switch c := c.(type) {
-	case *mcp.TextContent:
-		if c.Meta == nil && c.Annotations == nil {
-			return c.Text, mimeText, nil, nil
+	typ, get, ann, bare := typedBlock(c)
+	if _, v, m, ok := mcpblock.Find(typ, get); ok {
+		if bare == nil {
+			return v, m, ann, nil
 		}
-		payload, mime, ann, bare = c.Text, mimeText, c.Annotations, &mcp.TextContent{Meta: c.Meta, Annotations: c.Annotations}
-	case *mcp.ImageContent:
-		payload, mime, ann, bare = c.Data, cleanMIME(c.MIMEType, mimeBinary), c.Annotations, &mcp.ImageContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
-	case *mcp.AudioContent:
-		payload, mime, ann, bare = c.Data, cleanMIME(c.MIMEType, mimeBinary), c.Annotations, &mcp.AudioContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
-	case *mcp.EmbeddedResource:
-		if r := c.Resource; r != nil {
-			ann = c.Annotations
-			bare = &mcp.EmbeddedResource{Meta: c.Meta, Annotations: c.Annotations, Resource: &mcp.ResourceContents{URI: r.URI, MIMEType: r.MIMEType, Meta: r.Meta}}
-			if r.Blob != nil {
-				payload, mime = r.Blob, cleanMIME(r.MIMEType, mimeBinary)
-			} else {
-				payload, mime = r.Text, cleanMIME(r.MIMEType, mimeText)
-			}
-		}
-	}
-	if bare != nil {
 		rest, err := bare.MarshalJSON()
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("mcpproxy: encoding a content block: %w", err)
 		}
 		if int64(len(rest)) <= b.threshold() {
-			return payload, mime, ann, nil
+			return v, m, ann, nil
 		}
 	}
 	raw, err := c.MarshalJSON()
@@ -317,6 +301,59 @@ func (b *bounder) typedPayload(c mcp.Content) (payload any, mime string, ann *mc
 		return nil, "", nil, fmt.Errorf("mcpproxy: encoding a content block: %w", err)
 	}
 	return json.RawMessage(raw), mimeJSON, nil, nil
+}
+
+// typedBlock returns a typed block's type, its members as the payload rule
+// reads them, its annotations and the block without its payload, to
+// measure the rest (nil: nothing else to measure).
+func typedBlock(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annotations, bare mcp.Content) {
+	switch c := c.(type) {
+	case *mcp.TextContent:
+		get = func(in, f string) (any, bool) { return c.Text, in == "" && f == "text" }
+		if c.Meta == nil && c.Annotations == nil {
+			return "text", get, nil, nil
+		}
+		return "text", get, c.Annotations, &mcp.TextContent{Meta: c.Meta, Annotations: c.Annotations}
+	case *mcp.ImageContent:
+		return "image", media(c.Data, c.MIMEType), c.Annotations, &mcp.ImageContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
+	case *mcp.AudioContent:
+		return "audio", media(c.Data, c.MIMEType), c.Annotations, &mcp.AudioContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
+	case *mcp.EmbeddedResource:
+		r := c.Resource
+		if r == nil {
+			return "", nil, nil, nil
+		}
+		get = func(in, f string) (any, bool) {
+			switch {
+			case in != "resource":
+			case f == "blob":
+				return r.Blob, r.Blob != nil
+			case f == "text":
+				return r.Text, r.Blob == nil
+			case f == "mimeType":
+				return r.MIMEType, true
+			}
+			return nil, false
+		}
+		return "resource", get, c.Annotations, &mcp.EmbeddedResource{Meta: c.Meta, Annotations: c.Annotations,
+			Resource: &mcp.ResourceContents{URI: r.URI, MIMEType: r.MIMEType, Meta: r.Meta}}
+	}
+	return "", nil, nil, nil
+}
+
+// media reads an image or audio block's members: its decoded data and MIME
+// type.
+func media(data []byte, mimeType string) mcpblock.Getter {
+	return func(in, f string) (any, bool) {
+		switch {
+		case in != "":
+		case f == "data":
+			return data, true
+		case f == "mimeType":
+			return mimeType, true
+		}
+		return nil, false
+	}
 }
 
 // structuredJSON returns the bytes of structuredContent (or _meta) as the
@@ -330,21 +367,4 @@ func structuredJSON(v any) (json.RawMessage, error) {
 		return nil, fmt.Errorf("mcpproxy: encoding a result: %w", err)
 	}
 	return raw, nil
-}
-
-// maxMIMELen bounds a MIME type copied from a block into a resource_link.
-const maxMIMELen = 127
-
-// cleanMIME returns m when it looks like a MIME type (short, printable
-// ASCII without quotes or backslashes), else d.
-func cleanMIME(m, d string) string {
-	if m == "" || len(m) > maxMIMELen {
-		return d
-	}
-	for i := 0; i < len(m); i++ {
-		if c := m[i]; c < ' ' || c >= 0x7f || c == '"' || c == '\\' {
-			return d
-		}
-	}
-	return m
 }

@@ -3,49 +3,59 @@ package mcpproxy
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpblock"
 )
 
 // Wire results (the proxy).
 
-// wireBlock is the part of a content block on the wire that the bounder
-// reads. Data and Blob are base64 on the wire and decoded here.
-type wireBlock struct {
-	Type        string           `json:"type"`
-	Text        *string          `json:"text"`
-	Data        []byte           `json:"data"`
-	MIMEType    string           `json:"mimeType"`
-	Annotations *mcp.Annotations `json:"annotations"`
-	Resource    *struct {
-		MIMEType string  `json:"mimeType"`
-		Text     *string `json:"text"`
-		Blob     []byte  `json:"blob"`
-	} `json:"resource"`
-}
-
 // wirePayload returns what is decided for one block on the wire, like
-// typedPayload: the payload, its MIME type, the block's annotations and the
-// key that holds the payload ("" when the payload is the whole block).
+// typedPayload: the payload as the rule in package mcpblock names it (a
+// base64 one decoded), its MIME type, the block's annotations and the key
+// of the block that holds the payload ("" when the payload is the whole
+// block).
 func wirePayload(raw json.RawMessage) (payload any, mime string, ann *mcp.Annotations, key string) {
-	var w wireBlock
-	if err := json.Unmarshal(raw, &w); err == nil {
-		switch {
-		case w.Type == "text" && w.Text != nil:
-			return *w.Text, mimeText, w.Annotations, "text"
-		case (w.Type == "image" || w.Type == "audio") && w.Data != nil:
-			return w.Data, cleanMIME(w.MIMEType, mimeBinary), w.Annotations, "data"
-		case w.Type == "resource" && w.Resource != nil && w.Resource.Blob != nil:
-			return w.Resource.Blob, cleanMIME(w.Resource.MIMEType, mimeBinary), w.Annotations, "resource"
-		case w.Type == "resource" && w.Resource != nil && w.Resource.Text != nil:
-			return *w.Resource.Text, cleanMIME(w.Resource.MIMEType, mimeText), w.Annotations, "resource"
-		}
+	var fields map[string]json.RawMessage
+	var typ string
+	if json.Unmarshal(raw, &fields) != nil || json.Unmarshal(fields["type"], &typ) != nil {
+		return raw, mimeJSON, nil, ""
 	}
-	return raw, mimeJSON, nil, ""
+	inner := map[string]map[string]json.RawMessage{"": fields}
+	get := func(in, f string) (any, bool) {
+		obj, ok := inner[in]
+		if !ok {
+			_ = json.Unmarshal(fields[in], &obj) // not an object: no members
+			inner[in] = obj
+		}
+		var s string
+		if v := obj[f]; len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &s) != nil {
+			return nil, false
+		}
+		return s, true
+	}
+	p, v, mime, ok := mcpblock.Find(typ, get)
+	if !ok || (fields["annotations"] != nil && json.Unmarshal(fields["annotations"], &ann) != nil) {
+		return raw, mimeJSON, nil, ""
+	}
+	payload = v
+	if p.Base64 {
+		b, err := base64.StdEncoding.DecodeString(v.(string))
+		if err != nil {
+			return raw, mimeJSON, nil, ""
+		}
+		payload = b
+	}
+	key = p.Field
+	if p.In != "" {
+		key = p.In
+	}
+	return payload, mime, ann, key
 }
 
 // decideWire decides one block on the wire: on its payload, unless the rest

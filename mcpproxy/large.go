@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
@@ -45,7 +46,7 @@ var errTaken = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridc
 type spool struct {
 	f    *os.File // nil: held in mem
 	w    *bufio.Writer
-	mem  rawBuf
+	mem  jsonstream.Buf
 	size int64
 }
 
@@ -144,8 +145,8 @@ func (m *wmsg) release() {
 
 // longLine reads one long line.
 type longLine struct {
-	j   *jreader
-	sc  idScanner // finds the id of a line that cannot be taken
+	j   *jsonstream.Reader
+	sc  jsonstream.IDScanner // finds the id of a line that cannot be taken
 	lr  restReader
 	dir string
 	sp  *spool
@@ -158,25 +159,25 @@ func newLongLine(prefix []byte, rest io.Reader, dir string, size int) *longLine 
 	l := &longLine{dir: dir}
 	l.lr, _ = rest.(restReader)
 	src := &scanTee{r: io.MultiReader(bytes.NewReader(prefix), rest), sc: &l.sc}
-	l.j = &jreader{br: bufio.NewReaderSize(src, size)}
+	l.j = jsonstream.NewReader(bufio.NewReaderSize(src, size), 0)
 	return l
 }
 
 // scanTee feeds what is read to an id scanner.
 type scanTee struct {
 	r  io.Reader
-	sc *idScanner
+	sc *jsonstream.IDScanner
 }
 
 func (t *scanTee) Read(p []byte) (int, error) {
 	n, err := t.r.Read(p)
-	t.sc.feed(p[:n])
+	t.sc.Feed(p[:n])
 	return n, err
 }
 
 // resultWalker consumes a response's result value at the reader, given the
 // response's id; nil means the result is spooled.
-type resultWalker func(id json.RawMessage) func(j *jreader) error
+type resultWalker func(id json.RawMessage) func(j *jsonstream.Reader) error
 
 // read reads the line's message; at is asked what to do with a result
 // whose id came before it (nil: spool every result). A line that cannot be
@@ -184,10 +185,10 @@ type resultWalker func(id json.RawMessage) func(j *jreader) error
 func (l *longLine) read(at resultWalker) (*wmsg, error) {
 	err := l.walk(at)
 	if err == nil {
-		if _, perr := l.j.peek(discard{}); perr != io.EOF {
-			err = eofBad(perr)
+		if _, perr := l.j.Peek(jsonstream.Discard{}); perr != io.EOF {
+			err = jsonstream.EOFBad(perr)
 			if perr == nil {
-				err = errBadJSON
+				err = jsonstream.ErrBadJSON
 			}
 		}
 	}
@@ -210,15 +211,15 @@ func (l *longLine) bad(err error) error {
 	case errors.As(err, &b):
 		return b
 	case errors.Is(err, errLineTooLarge):
-		return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: l.sc.id}
-	case errors.Is(err, errBadJSON), errors.Is(err, errBadString):
-		return &badMessage{code: jsonrpc.CodeParseError, why: whyParse, id: l.sc.id}
+		return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: l.sc.ID()}
+	case errors.Is(err, jsonstream.ErrBadJSON), errors.Is(err, jsonstream.ErrBadString):
+		return &badMessage{code: jsonrpc.CodeParseError, why: whyParse, id: l.sc.ID()}
 	case errors.Is(err, errNotBounded), errors.As(err, new(base64.CorruptInputError)):
-		return &badMessage{code: jsonrpc.CodeInternalError, why: whyNotBounded, id: l.sc.id}
+		return &badMessage{code: jsonrpc.CodeInternalError, why: whyNotBounded, id: l.sc.ID()}
 	case errors.Is(err, errCut):
-		return &badMessage{code: jsonrpc.CodeInternalError, why: whyCut, id: l.sc.id}
+		return &badMessage{code: jsonrpc.CodeInternalError, why: whyCut, id: l.sc.ID()}
 	}
-	return &badMessage{code: jsonrpc.CodeInternalError, why: whyTaken, id: l.sc.id}
+	return &badMessage{code: jsonrpc.CodeInternalError, why: whyTaken, id: l.sc.ID()}
 }
 
 // drain reads the rest of the line through the scanner, in constant memory.
@@ -228,7 +229,7 @@ func (l *longLine) drain() {
 	}
 	// The reader returns a pending over-limit error once, then goes on.
 	for range 2 {
-		if _, err := io.Copy(io.Discard, l.j.br); err == nil {
+		if _, err := io.Copy(io.Discard, l.j.Buffered()); err == nil {
 			return
 		}
 	}
@@ -236,16 +237,16 @@ func (l *longLine) drain() {
 
 // walk reads the top-level object.
 func (l *longLine) walk(at resultWalker) error {
-	c, err := l.j.next(discard{})
+	c, err := l.j.Next(jsonstream.Discard{})
 	if err != nil {
 		return err
 	}
 	if c != '{' {
-		if err := l.j.value(discard{}, 0); err != nil {
+		if err := l.j.Value(jsonstream.Discard{}); err != nil {
 			return err
 		}
-		if _, err := l.j.peek(discard{}); err != io.EOF {
-			return eofBad(err) // more after the value (or a failed read)
+		if _, err := l.j.Peek(jsonstream.Discard{}); err != io.EOF {
+			return jsonstream.EOFBad(err) // more after the value (or a failed read)
 		}
 		if c == '[' {
 			return &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyBatch}
@@ -254,19 +255,19 @@ func (l *longLine) walk(at resultWalker) error {
 	}
 	m := &l.m
 	walked := false
-	return l.j.members(discard{}, 1, func(key string) (err error) {
+	return l.j.Members(jsonstream.Discard{}, func(key string) (err error) {
 		switch key {
 		case "jsonrpc":
-			l.ver, err = l.j.small(discard{}, 1)
+			l.ver, err = l.j.Small(jsonstream.Discard{})
 		case "id":
-			m.id, err = l.j.small(discard{}, 1)
+			m.id, err = l.j.Small(jsonstream.Discard{})
 		case "method":
 			if walked {
 				return errNotBounded // a request after all: it must not be taken as the answer
 			}
-			m.method, err = l.j.small(discard{}, 1)
+			m.method, err = l.j.Small(jsonstream.Discard{})
 		case "error":
-			m.err, err = l.j.small(discard{}, 1)
+			m.err, err = l.j.Small(jsonstream.Discard{})
 		case "params", "result":
 			if walked {
 				return errNotBounded // a second result, or params, after one bounded as it came
@@ -281,7 +282,7 @@ func (l *longLine) walk(at resultWalker) error {
 			}
 			return l.spill(key)
 		default:
-			return l.j.value(discard{}, 1)
+			return l.j.Value(jsonstream.Discard{})
 		}
 		return err
 	}, true)
@@ -307,16 +308,16 @@ func (l *longLine) spill(key string) error {
 		m.result = nil
 	}
 	b := &bigValue{key: key, sp: l.sp, off: l.sp.size}
-	c, err := l.j.next(l.sp)
+	c, err := l.j.Next(l.sp)
 	if err != nil {
 		return err
 	}
 	b.off = l.sp.size
 	if key == "params" && c == '{' {
-		err = l.j.members(l.sp, 2, func(k string) error { return l.routed(b, k) }, true)
+		err = l.j.Members(l.sp, func(k string) error { return l.routed(b, k) }, true)
 	} else {
 		b.uriBad = c != 'n' // anything but null fails to decode into a struct
-		err = l.j.value(l.sp, 1)
+		err = l.j.Value(l.sp)
 	}
 	b.n = l.sp.size - b.off
 	m.big = b
@@ -335,9 +336,9 @@ func (l *longLine) routed(b *bigValue, k string) error {
 	case strings.EqualFold(k, "uri"):
 		into = &b.uri
 	default:
-		return l.j.value(l.sp, 2)
+		return l.j.Value(l.sp)
 	}
-	v, err := l.j.small(l.sp, 2)
+	v, err := l.j.Small(l.sp)
 	switch {
 	case err != nil:
 		return err

@@ -14,6 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // wireConn is one side of a proxied session, carrying messages with their
@@ -152,7 +154,7 @@ func (c *lineConn) readLoop(br *bufio.Reader, limit int) {
 // error is one line's.
 func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]byte, *wmsg, error) {
 	buf := []byte{}
-	var over *idScanner
+	var over *jsonstream.IDScanner
 	for {
 		if hook := large.Load(); hook != nil && over == nil && len(buf) >= hook.above {
 			rest := &lineRest{br: br, budget: -1}
@@ -170,11 +172,11 @@ func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]b
 		}
 		switch {
 		case over != nil:
-			over.feed(content)
+			over.Feed(content)
 		case limit >= 0 && len(buf)+len(content) > limit:
-			over = &idScanner{}
-			over.feed(buf)
-			over.feed(content)
+			over = &jsonstream.IDScanner{}
+			over.Feed(buf)
+			over.Feed(content)
 			buf = nil
 		default:
 			buf = append(buf, content...)
@@ -184,7 +186,7 @@ func readLine(br *bufio.Reader, limit int, large *atomic.Pointer[streamer]) ([]b
 			continue
 		case err == nil || errors.Is(err, io.EOF) && (len(buf) > 0 || over != nil):
 			if over != nil {
-				return nil, nil, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: over.id}
+				return nil, nil, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: over.ID()}
 			}
 			return buf, nil, nil
 		}

@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // The proxy's own view of a JSON-RPC 2.0 message. The SDK's jsonrpc.ID
@@ -119,7 +121,7 @@ const (
 func parseMessage(line []byte) (*wmsg, error) {
 	line = bytes.TrimSpace(line)
 	if !json.Valid(line) {
-		return nil, &badMessage{code: jsonrpc.CodeParseError, why: whyParse, id: scanID(line)}
+		return nil, &badMessage{code: jsonrpc.CodeParseError, why: whyParse, id: jsonstream.ScanID(line)}
 	}
 	switch line[0] {
 	case '{':

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // Bounding large tools/call results as they are read.
@@ -152,11 +154,11 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) (*wmsg, error) {
 	var w *resultWalk
 	var c *call
 	dropped := ""
-	m, err := l.read(func(id json.RawMessage) func(*jreader) error {
+	m, err := l.read(func(id json.RawMessage) func(*jsonstream.Reader) error {
 		c, dropped = s.pendingCall(id)
 		switch {
 		case dropped != "":
-			return func(j *jreader) error { return j.value(discard{}, 1) }
+			return func(j *jsonstream.Reader) error { return j.Value(jsonstream.Discard{}) }
 		case c.method != methodToolsCall:
 			return nil
 		}
@@ -182,7 +184,7 @@ func (s *session) streamLarge(prefix []byte, rest io.Reader) (*wmsg, error) {
 			s.p.streamed.Add(1)
 			r, rerr := m.big.reader()
 			if err = rerr; err == nil {
-				err = w.walk(&jreader{br: bufio.NewReaderSize(r, w.readSize())})
+				err = w.walk(jsonstream.NewReader(bufio.NewReaderSize(r, w.readSize()), 1))
 			}
 			m.release()
 			if err == nil {

@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
+	"github.com/hybridctx/hybridctx/mcpblock"
 )
 
 // resultWalk bounds one tools/call result as it is read (see stream.go).
@@ -19,8 +21,8 @@ type resultWalk struct {
 	b      *bounder
 	ctx    context.Context
 	call   hybridctx.Call
-	j      *jreader
-	skel   rawBuf
+	j      *jsonstream.Reader
+	skel   jsonstream.Buf
 	items  []streamedItem
 	window int // 0: nothing is streamed
 	nonce  string
@@ -64,39 +66,39 @@ func (s *session) newResultWalk(c *call) *resultWalk {
 func (w *resultWalk) readSize() int { return w.window + streamBuffer }
 
 // walk reads the result value at j into the skeleton, streaming payloads.
-func (w *resultWalk) walk(j *jreader) error {
+func (w *resultWalk) walk(j *jsonstream.Reader) error {
 	w.j = j
-	c, err := j.next(&w.skel)
+	c, err := j.Next(&w.skel)
 	if err != nil {
 		return err
 	}
 	if c != '{' {
-		return j.value(&w.skel, 1)
+		return j.Value(&w.skel)
 	}
-	return j.members(&w.skel, 2, func(key string) error {
+	return j.Members(&w.skel, func(key string) error {
 		switch key {
 		case "content":
-			c, err := j.next(&w.skel)
+			c, err := j.Next(&w.skel)
 			switch {
 			case err != nil:
 				return err
 			case c != '[':
-				return j.value(&w.skel, 2)
+				return j.Value(&w.skel)
 			}
-			return j.elements(&w.skel, 3, func(int) error {
-				c, err := j.next(&w.skel)
+			return j.Elements(&w.skel, func(int) error {
+				c, err := j.Next(&w.skel)
 				switch {
 				case err != nil:
 					return err
 				case c != '{':
-					return j.value(&w.skel, 3)
+					return j.Value(&w.skel)
 				}
 				return w.block(4)
 			})
 		case "structuredContent":
 			return w.structured(2)
 		}
-		return j.value(&w.skel, 2)
+		return j.Value(&w.skel)
 	}, true)
 }
 
@@ -104,38 +106,44 @@ func (w *resultWalk) walk(j *jreader) error {
 func (w *resultWalk) block(depth int) error {
 	j := w.j
 	typ := ""
-	return j.members(&w.skel, depth, func(key string) error {
-		c, err := j.next(&w.skel)
+	return j.Members(&w.skel, func(key string) error {
+		c, err := j.Next(&w.skel)
 		if err != nil {
 			return err
 		}
 		switch {
 		case key == "type" && c == '"':
-			v, err := j.small(&w.skel, depth)
+			v, err := j.Small(&w.skel)
 			if err == nil {
 				err = json.Unmarshal(v, &typ)
 			}
 			return err
-		case key == "text" && c == '"' && (typ == "" || typ == "text"):
-			return w.payload(itemText)
-		case key == "data" && c == '"' && (typ == "" || typ == "image" || typ == "audio"):
-			return w.payload(itemB64)
-		case key == "resource" && c == '{' && (typ == "" || typ == "resource"):
-			return j.members(&w.skel, depth+1, func(k string) error {
-				c, err := j.next(&w.skel)
-				switch {
-				case err != nil:
+		case c == '"':
+			if p, ok := mcpblock.Member(typ, "", key); ok {
+				return w.payload(kindOf(p))
+			}
+		case c == '{' && mcpblock.Holds(typ, key):
+			return j.Members(&w.skel, func(k string) error {
+				c, err := j.Next(&w.skel)
+				if err != nil {
 					return err
-				case k == "text" && c == '"':
-					return w.payload(itemText)
-				case k == "blob" && c == '"':
-					return w.payload(itemB64)
 				}
-				return j.value(&w.skel, depth+1)
+				if p, ok := mcpblock.Member(typ, key, k); ok && c == '"' {
+					return w.payload(kindOf(p))
+				}
+				return j.Value(&w.skel)
 			}, true)
 		}
-		return j.value(&w.skel, depth)
+		return j.Value(&w.skel)
 	}, true)
+}
+
+// kindOf returns how a payload of the rule's row p is streamed.
+func kindOf(p mcpblock.Payload) itemKind {
+	if p.Base64 {
+		return itemB64
+	}
+	return itemText
 }
 
 // short reports whether the value at the reader ends within the window.
@@ -143,7 +151,7 @@ func (w *resultWalk) short(str bool) bool {
 	if w.window == 0 {
 		return true
 	}
-	win, _ := w.j.br.Peek(w.window + 1)
+	win, _ := w.j.Buffered().Peek(w.window + 1)
 	if str {
 		return len(win) > 0 && endsString(win[1:])
 	}
@@ -164,14 +172,14 @@ func (w *resultWalk) token() string {
 // short one into the skeleton.
 func (w *resultWalk) payload(kind itemKind) error {
 	if w.short(true) {
-		return w.j.str(&w.skel)
+		return w.j.Str(&w.skel)
 	}
-	_, _ = w.j.br.Discard(1) // the opening quote
+	_, _ = w.j.Buffered().Discard(1) // the opening quote
 	tok := w.token()
-	sr := &strReader{br: w.j.br}
+	sr := jsonstream.NewStringReader(w.j.Buffered())
 	var r io.Reader = sr
 	if kind == itemB64 {
-		r = newB64Reader(sr)
+		r = jsonstream.NewB64Reader(sr, streamBuffer)
 	}
 	out, err := w.b.off.OffloadReader(w.ctx, w.call, r)
 	if err != nil {
@@ -189,19 +197,19 @@ func (w *resultWalk) payload(kind itemKind) error {
 // offloader as written, or copies a short one into the skeleton.
 func (w *resultWalk) structured(depth int) error {
 	j := w.j
-	c, err := j.next(&w.skel)
+	c, err := j.Next(&w.skel)
 	if err != nil {
 		return err
 	}
 	if c != '{' && c != '[' || w.short(false) {
-		return j.value(&w.skel, depth)
+		return j.Value(&w.skel)
 	}
 	tok := w.token()
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
 		bw := bufio.NewWriterSize(pw, streamBuffer)
-		err := j.value(bw, depth)
+		err := j.Value(bw)
 		if err == nil {
 			err = bw.Flush()
 		}

@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // Large messages from an HTTP upstream.
@@ -137,11 +139,11 @@ func (st *largeState) message(src io.Reader) (msg []byte, raw bool, err error) {
 	var bad *badMessage
 	switch {
 	case errors.As(err, &bad):
-		return st.placeholder(r.sc.id, bad), false, nil
+		return st.placeholder(r.sc.ID(), bad), false, nil
 	case err != nil:
 		return nil, false, err
 	case m == nil:
-		return st.placeholder(r.sc.id, nil), false, nil
+		return st.placeholder(r.sc.ID(), nil), false, nil
 	}
 	return m.encode(), false, nil
 }
@@ -156,7 +158,7 @@ func (st *largeState) checked(msg []byte, callID json.RawMessage) []byte {
 	}
 	id := callID
 	if id == nil {
-		id = scanID(msg)
+		id = jsonstream.ScanID(msg)
 	}
 	return st.placeholder(id, &badMessage{code: jsonrpc.CodeParseError, why: whyNotMessage, id: id})
 }
@@ -172,16 +174,16 @@ func requestID(req *http.Request) json.RawMessage {
 		return nil
 	}
 	defer body.Close()
-	var sc idScanner
+	var sc jsonstream.IDScanner
 	var buf [4 << 10]byte
-	for !sc.done && sc.id == nil {
+	for !sc.Done() && sc.ID() == nil {
 		n, err := body.Read(buf[:])
-		sc.feed(buf[:n])
+		sc.Feed(buf[:n])
 		if err != nil {
 			break
 		}
 	}
-	return sc.id
+	return sc.ID()
 }
 
 // whyNotMessage is why a message of an HTTP upstream that is not JSON-RPC
@@ -195,7 +197,7 @@ func (st *largeState) over(r *msgRest) ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
 	}
-	return st.placeholder(r.sc.id, &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: r.sc.id}), nil
+	return st.placeholder(r.sc.ID(), &badMessage{code: jsonrpc.CodeInvalidRequest, why: whyTooLarge, id: r.sc.ID()}), nil
 }
 
 // readUpTo reads from r until it has n bytes or r ends, growing its buffer
@@ -268,14 +270,14 @@ var errCut = errors.New("mcpproxy: the upstream's message was cut short")
 type msgRest struct {
 	src    io.Reader
 	budget int // < 0: no limit
-	sc     idScanner
+	sc     jsonstream.IDScanner
 	done   bool
 	err    error // the source's error other than its end
 }
 
 func (r *msgRest) feed(p []byte) {
-	if r.sc.id == nil {
-		r.sc.feed(p)
+	if r.sc.ID() == nil {
+		r.sc.Feed(p)
 	}
 }
 

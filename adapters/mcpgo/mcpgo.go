@@ -23,14 +23,15 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpblock"
 	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // MIME types of the payloads the middleware stores.
 const (
-	mimeText   = "text/plain"
-	mimeJSON   = "application/json"
-	mimeBinary = "application/octet-stream"
+	mimeText   = mcpblock.MIMEText
+	mimeJSON   = mcpblock.MIMEJSON
+	mimeBinary = mcpblock.MIMEBinary
 )
 
 // Options configure the middleware and the read tools. A nil *Options
@@ -274,29 +275,78 @@ func payloadOf(c mcp.Content) (payload any, mime string, ann *mcp.Annotations, e
 		}
 	case mcp.ResourceLink, *mcp.ResourceLink:
 		return nil, "", nil, nil
-	case mcp.TextContent:
-		return v.Text, mimeText, v.Annotations, nil
-	case mcp.ImageContent:
-		return decoded(v.Data), orDefault(v.MIMEType), v.Annotations, nil
-	case mcp.AudioContent:
-		return decoded(v.Data), orDefault(v.MIMEType), v.Annotations, nil
-	case mcp.EmbeddedResource:
-		switch r := v.Resource.(type) {
-		case mcp.TextResourceContents:
-			return r.Text, textMIME(r.MIMEType), v.Annotations, nil
-		case *mcp.TextResourceContents:
-			return r.Text, textMIME(r.MIMEType), v.Annotations, nil
-		case mcp.BlobResourceContents:
-			return decoded(r.Blob), orDefault(r.MIMEType), v.Annotations, nil
-		case *mcp.BlobResourceContents:
-			return decoded(r.Blob), orDefault(r.MIMEType), v.Annotations, nil
+	}
+	typ, get, ann := members(c)
+	if p, v, mime, ok := mcpblock.Find(typ, get); ok {
+		if s, ok := v.(string); ok && p.Base64 {
+			return decoded(s), mime, ann, nil
 		}
+		return v, mime, ann, nil
 	}
 	raw, err := json.Marshal(c)
 	if err != nil {
 		return nil, "", nil, fmt.Errorf("mcpgo: encoding a content block: %w", err)
 	}
 	return json.RawMessage(raw), mimeJSON, nil, nil
+}
+
+// members returns a block's type, its members as the payload rule reads
+// them and its annotations ("" when no rule applies).
+func members(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annotations) {
+	switch v := c.(type) {
+	case mcp.TextContent:
+		return "text", func(in, f string) (any, bool) { return v.Text, in == "" && f == "text" }, v.Annotations
+	case mcp.ImageContent:
+		return "image", media(v.Data, v.MIMEType), v.Annotations
+	case mcp.AudioContent:
+		return "audio", media(v.Data, v.MIMEType), v.Annotations
+	case mcp.EmbeddedResource:
+		var blob, text, mime *string
+		switch r := v.Resource.(type) {
+		case mcp.TextResourceContents:
+			text, mime = &r.Text, &r.MIMEType
+		case *mcp.TextResourceContents:
+			text, mime = &r.Text, &r.MIMEType
+		case mcp.BlobResourceContents:
+			blob, mime = &r.Blob, &r.MIMEType
+		case *mcp.BlobResourceContents:
+			blob, mime = &r.Blob, &r.MIMEType
+		default:
+			return "", nil, nil
+		}
+		return "resource", func(in, f string) (any, bool) {
+			var m *string
+			switch {
+			case in != "resource":
+			case f == "blob":
+				m = blob
+			case f == "text":
+				m = text
+			case f == "mimeType":
+				m = mime
+			}
+			if m == nil {
+				return nil, false
+			}
+			return *m, true
+		}, v.Annotations
+	}
+	return "", nil, nil
+}
+
+// media reads an image or audio block's members: its base64 data and MIME
+// type.
+func media(data, mimeType string) mcpblock.Getter {
+	return func(in, f string) (any, bool) {
+		switch {
+		case in != "":
+		case f == "data":
+			return data, true
+		case f == "mimeType":
+			return mimeType, true
+		}
+		return nil, false
+	}
 }
 
 // decoded returns the bytes of base64 data, or the text itself when it is
@@ -306,18 +356,4 @@ func decoded(s string) any {
 		return b
 	}
 	return s
-}
-
-func orDefault(m string) string {
-	if m == "" || len(m) > 127 {
-		return mimeBinary
-	}
-	return m
-}
-
-func textMIME(m string) string {
-	if m == "" || len(m) > 127 {
-		return mimeText
-	}
-	return m
 }

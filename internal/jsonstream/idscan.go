@@ -1,17 +1,17 @@
-package mcpproxy
+package jsonstream
 
 import (
 	"bytes"
 	"encoding/json"
 )
 
-// maxIDBytes bounds the id the scanner keeps; a longer one is not used.
-const maxIDBytes = 1024
+// MaxIDBytes bounds the id the scanner keeps; a longer one is not used.
+const MaxIDBytes = 1024
 
-// idScanner finds the top-level "id" of a JSON object fed to it in pieces,
+// IDScanner finds the top-level "id" of a JSON object fed to it in pieces,
 // in constant memory, without validating the rest: it lets the proxy answer
 // a message it cannot take whole (over the size limit, or not valid JSON).
-type idScanner struct {
+type IDScanner struct {
 	depth     int
 	inStr     bool
 	esc       bool
@@ -33,8 +33,8 @@ const (
 	scanInValue              // inside a value
 )
 
-// feed scans the next bytes of the message.
-func (s *idScanner) feed(p []byte) {
+// Feed scans the next bytes of the message.
+func (s *IDScanner) Feed(p []byte) {
 	for i := 0; i < len(p); i++ {
 		if s.done {
 			return
@@ -49,7 +49,7 @@ func (s *idScanner) feed(p []byte) {
 		c := p[i]
 		if s.capturing {
 			s.val = append(s.val, c)
-			if len(s.val) > maxIDBytes+1 {
+			if len(s.val) > MaxIDBytes+1 {
 				s.capturing, s.val = false, nil
 			}
 		}
@@ -79,7 +79,7 @@ func (s *idScanner) feed(p []byte) {
 }
 
 // token handles one byte outside strings.
-func (s *idScanner) token(c byte) {
+func (s *IDScanner) token(c byte) {
 	switch c {
 	case ' ', '\t', '\n', '\r':
 		return
@@ -122,7 +122,7 @@ func (s *idScanner) token(c byte) {
 	}
 }
 
-func (s *idScanner) startValue(c byte) {
+func (s *IDScanner) startValue(c byte) {
 	s.state = scanInValue
 	if s.keyIsID {
 		s.capturing, s.val = true, append(s.val[:0], c)
@@ -130,21 +130,45 @@ func (s *idScanner) startValue(c byte) {
 }
 
 // endValue ends a top-level value at its terminating ',' or '}'.
-func (s *idScanner) endValue() {
+func (s *IDScanner) endValue() {
 	if !s.capturing {
 		return
 	}
 	s.capturing = false
 	v := bytes.TrimSpace(s.val[:len(s.val)-1])
-	if _, ok := idKey(v); ok {
+	if validID(v) {
 		s.id = append(json.RawMessage(nil), v...)
 	}
 }
 
-// scanID returns the top-level id of a (possibly malformed) JSON object
+// validID reports whether v is a JSON string or number: an id a JSON-RPC
+// answer can carry.
+func validID(v []byte) bool {
+	if len(v) == 0 {
+		return false
+	}
+	switch c := v[0]; {
+	case c == '"':
+		var s string
+		return json.Unmarshal(v, &s) == nil
+	case c == '-' || c >= '0' && c <= '9':
+		return json.Valid(v)
+	}
+	return false
+}
+
+// ID returns the top-level id found so far when it is a string or a
+// number, else nil.
+func (s *IDScanner) ID() json.RawMessage { return s.id }
+
+// Done reports whether the top-level value has ended (nothing fed after
+// it is scanned).
+func (s *IDScanner) Done() bool { return s.done }
+
+// ScanID returns the top-level id of a (possibly malformed) JSON object
 // when it is a string or a number, else nil.
-func scanID(line []byte) json.RawMessage {
-	var s idScanner
-	s.feed(line)
+func ScanID(line []byte) json.RawMessage {
+	var s IDScanner
+	s.Feed(line)
 	return s.id
 }

@@ -1,4 +1,4 @@
-package mcpproxy
+package jsonstream
 
 import (
 	"bufio"
@@ -49,7 +49,7 @@ func FuzzStrReader(f *testing.F) {
 		reads := []int{1, 2, 3, 5, 7, 8, 9, 16, 17, 64, 4096}[int(chunk)%11]
 		buffer := []int{16, 24, 64, 4096}[int(chunk)/11%4]
 		br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(in), strings.NewReader(`"TAIL`)), buffer)
-		got, err := readChunks(&strReader{br: br}, reads)
+		got, err := readChunks(&StringReader{br: br}, reads)
 		if !valid {
 			return // only no panic and no hang
 		}
@@ -99,7 +99,7 @@ func FuzzB64Reader(f *testing.F) {
 		if chunk%2 == 1 {
 			src = iotest.OneByteReader(src)
 		}
-		b := newB64Reader(src)
+		b := NewB64Reader(src, testChunk)
 		if chunk/2%3 != 0 {
 			b.in = make([]byte, 4+int(chunk)%13) // the carry and the padding across small blocks
 		}
@@ -129,8 +129,8 @@ func FuzzB64String(f *testing.F) {
 		werr := json.Unmarshal(lit, &want)
 		buffer := []int{16, 24, 64, 4096}[int(chunk)%4]
 		br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(in), strings.NewReader(`"TAIL`)), buffer)
-		sr := &strReader{br: br}
-		b := newB64Reader(sr)
+		sr := &StringReader{br: br}
+		b := NewB64Reader(sr, testChunk)
 		if chunk/4%2 == 1 {
 			b.in = make([]byte, 4+int(chunk)%13)
 		}
@@ -147,3 +147,7 @@ func FuzzB64String(f *testing.F) {
 		}
 	})
 }
+
+// testChunk is the text a B64Reader reads at a time in the tests, as the
+// proxy's.
+const testChunk = 64 << 10

@@ -1,4 +1,15 @@
-package mcpproxy
+// Package jsonstream reads JSON from a stream in bounded memory, for the
+// MCP proxy's long messages (see docs/mcp-proxy.md).
+//
+// A Reader walks one value at a time, checking it exactly as json.Valid
+// does (the nesting depth included, which the Reader tracks itself), and
+// copies its bytes as written to a Sink (a message skeleton, a spool file,
+// a pipe into the offloader, or nowhere). Only the pieces a caller asks for
+// are held: object keys at the levels it walks, and the small values it
+// takes. A StringReader streams a JSON string's decoded bytes, a B64Reader
+// decodes base64 text as it is read, and an IDScanner finds the id of a
+// message that cannot be read whole.
+package jsonstream
 
 import (
 	"bufio"
@@ -8,48 +19,67 @@ import (
 	"io"
 )
 
-// Reading JSON from a stream in bounded memory: jreader walks one value at a
-// time, checking it exactly as json.Valid does (nesting depth included),
-// and copies its bytes as written to a sink (a message skeleton, a spool
-// file, a pipe into the offloader, or nowhere). Only the pieces a caller
-// asks for are held: object keys at the levels it walks, and the small
-// values it takes.
+// ErrBadJSON means a streamed value is not valid JSON.
+var ErrBadJSON = errors.New("jsonstream: malformed JSON")
 
-// errBadJSON means a streamed message is not valid JSON.
-var errBadJSON = errors.New("mcpproxy: malformed JSON")
-
-// maxNesting is encoding/json's nesting limit: json.Valid refuses a value
+// MaxNesting is encoding/json's nesting limit: json.Valid refuses a value
 // nested deeper.
-const maxNesting = 10000
+const MaxNesting = 10000
 
-// sink receives the bytes of a value as they are read.
-type sink interface {
+// Sink receives the bytes of a value as they are read.
+type Sink interface {
 	io.Writer
 	io.ByteWriter
 }
 
-// discard is a sink that keeps nothing.
-type discard struct{}
+// Discard is a Sink that keeps nothing.
+type Discard struct{}
 
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
-func (discard) WriteByte(byte) error        { return nil }
+// Write discards p.
+func (Discard) Write(p []byte) (int, error) { return len(p), nil }
 
-// jreader reads JSON values from br.
-type jreader struct {
-	br *bufio.Reader
+// WriteByte discards a byte.
+func (Discard) WriteByte(byte) error { return nil }
+
+// Reader reads JSON values from a buffered reader.
+type Reader struct {
+	br    *bufio.Reader
+	depth int // containers open around the reader's position
 }
 
-// eofBad turns the end of input inside a value into errBadJSON.
-func eofBad(err error) error {
+// NewReader returns a Reader of br whose input starts inside depth open
+// containers (0 for a whole document; 1 for a value read out of a
+// message's object), so the nesting limit counts them too.
+func NewReader(br *bufio.Reader, depth int) *Reader {
+	return &Reader{br: br, depth: depth}
+}
+
+// Buffered returns the reader's input, for a caller that reads past a
+// value itself (a string streamed by a StringReader, bytes peeked ahead).
+func (j *Reader) Buffered() *bufio.Reader { return j.br }
+
+// enter opens a container, refusing one nested deeper than MaxNesting.
+func (j *Reader) enter() error {
+	j.depth++
+	if j.depth > MaxNesting {
+		return ErrBadJSON
+	}
+	return nil
+}
+
+func (j *Reader) leave() { j.depth-- }
+
+// EOFBad turns the end of input inside a value into ErrBadJSON.
+func EOFBad(err error) error {
 	if err == nil || errors.Is(err, io.EOF) {
-		return errBadJSON
+		return ErrBadJSON
 	}
 	return err
 }
 
-// peek returns the next byte after any whitespace, which is copied to w;
+// Peek returns the next byte after any whitespace, which is copied to w;
 // the byte itself is not consumed. At the end of input it returns io.EOF.
-func (j *jreader) peek(w sink) (byte, error) {
+func (j *Reader) Peek(w Sink) (byte, error) {
 	for {
 		b, err := j.br.Peek(1)
 		if len(b) == 0 {
@@ -70,35 +100,34 @@ func (j *jreader) peek(w sink) (byte, error) {
 	}
 }
 
-// next is peek where the end of input is malformed JSON.
-func (j *jreader) next(w sink) (byte, error) {
-	c, err := j.peek(w)
+// Next is Peek where the end of input is malformed JSON.
+func (j *Reader) Next(w Sink) (byte, error) {
+	c, err := j.Peek(w)
 	if err != nil {
-		return 0, eofBad(err)
+		return 0, EOFBad(err)
 	}
 	return c, nil
 }
 
 // punct consumes the byte c (already peeked) and copies it.
-func (j *jreader) punct(w sink, c byte) error {
+func (j *Reader) punct(w Sink, c byte) error {
 	_, _ = j.br.Discard(1)
 	return w.WriteByte(c)
 }
 
-// value copies the value at the reader (after whitespace) to w; depth is
-// the nesting of the containers around it.
-func (j *jreader) value(w sink, depth int) error {
-	c, err := j.next(w)
+// Value copies the value at the reader (after whitespace) to w.
+func (j *Reader) Value(w Sink) error {
+	c, err := j.Next(w)
 	if err != nil {
 		return err
 	}
 	switch {
 	case c == '"':
-		return j.str(w)
+		return j.Str(w)
 	case c == '{':
-		return j.members(w, depth+1, nil, false)
+		return j.Members(w, nil, false)
 	case c == '[':
-		return j.elements(w, depth+1, nil)
+		return j.Elements(w, nil)
 	case c == '-' || c >= '0' && c <= '9':
 		return j.number(w)
 	case c == 't':
@@ -108,21 +137,22 @@ func (j *jreader) value(w sink, depth int) error {
 	case c == 'n':
 		return j.literal(w, "null")
 	}
-	return errBadJSON
+	return ErrBadJSON
 }
 
-// members reads the object at the reader ('{' next), copying its
+// Members reads the object at the reader ('{' next), copying its
 // punctuation and keys to w and calling member after each key's colon;
 // member must read the value (nil: copy it to w). With decode false, keys
 // are not decoded (member gets "").
-func (j *jreader) members(w sink, depth int, member func(key string) error, decode bool) error {
-	if depth > maxNesting {
-		return errBadJSON
+func (j *Reader) Members(w Sink, member func(key string) error, decode bool) error {
+	defer j.leave()
+	if err := j.enter(); err != nil {
+		return err
 	}
 	if err := j.punct(w, '{'); err != nil {
 		return err
 	}
-	c, err := j.next(w)
+	c, err := j.Next(w)
 	if err != nil {
 		return err
 	}
@@ -135,29 +165,29 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 	}
 	for {
 		if c != '"' {
-			return errBadJSON
+			return ErrBadJSON
 		}
 		key := ""
 		if decode {
 			kb.n = 0
-			if err := j.str(&tee{w, kb}); err != nil {
+			if err := j.Str(&tee{w, kb}); err != nil {
 				return err
 			}
 			key = kb.key()
-		} else if err := j.str(w); err != nil {
+		} else if err := j.Str(w); err != nil {
 			return err
 		}
-		if c, err = j.next(w); err != nil {
+		if c, err = j.Next(w); err != nil {
 			return err
 		}
 		if c != ':' {
-			return errBadJSON
+			return ErrBadJSON
 		}
 		if err := j.punct(w, c); err != nil {
 			return err
 		}
 		if member == nil {
-			err = j.value(w, depth)
+			err = j.Value(w)
 		} else {
 			err = member(key)
 		}
@@ -167,22 +197,23 @@ func (j *jreader) members(w sink, depth int, member func(key string) error, deco
 		if end, err := j.after(w, '}'); end || err != nil {
 			return err
 		}
-		if c, err = j.next(w); err != nil {
+		if c, err = j.Next(w); err != nil {
 			return err
 		}
 	}
 }
 
-// elements reads the array at the reader ('[' next) like members, calling
+// Elements reads the array at the reader ('[' next) like Members, calling
 // element for each value with its index (nil: copy it to w).
-func (j *jreader) elements(w sink, depth int, element func(i int) error) error {
-	if depth > maxNesting {
-		return errBadJSON
+func (j *Reader) Elements(w Sink, element func(i int) error) error {
+	defer j.leave()
+	if err := j.enter(); err != nil {
+		return err
 	}
 	if err := j.punct(w, '['); err != nil {
 		return err
 	}
-	c, err := j.next(w)
+	c, err := j.Next(w)
 	if err != nil {
 		return err
 	}
@@ -191,7 +222,7 @@ func (j *jreader) elements(w sink, depth int, element func(i int) error) error {
 	}
 	for i := 0; ; i++ {
 		if element == nil {
-			err = j.value(w, depth)
+			err = j.Value(w)
 		} else {
 			err = element(i)
 		}
@@ -206,8 +237,8 @@ func (j *jreader) elements(w sink, depth int, element func(i int) error) error {
 
 // after reads what follows a member or element: the container's closing
 // byte (end) or a comma, copying it to w; anything else is bad JSON.
-func (j *jreader) after(w sink, closing byte) (end bool, err error) {
-	c, err := j.next(w)
+func (j *Reader) after(w Sink, closing byte) (end bool, err error) {
+	c, err := j.Next(w)
 	if err != nil {
 		return false, err
 	}
@@ -217,19 +248,19 @@ func (j *jreader) after(w sink, closing byte) (end bool, err error) {
 	case ',':
 		return false, j.punct(w, c)
 	}
-	return false, errBadJSON
+	return false, ErrBadJSON
 }
 
-// str copies the string at the reader ('"' next), checking its escapes
+// Str copies the string at the reader ('"' next), checking its escapes
 // and that it holds no control character.
-func (j *jreader) str(w sink) error {
+func (j *Reader) Str(w Sink) error {
 	if err := j.punct(w, '"'); err != nil {
 		return err
 	}
 	for {
 		b, err := j.br.Peek(1)
 		if len(b) == 0 {
-			return eofBad(err)
+			return EOFBad(err)
 		}
 		b, _ = j.br.Peek(j.br.Buffered())
 		if i := plainRaw(b); i > 0 {
@@ -247,30 +278,30 @@ func (j *jreader) str(w sink) error {
 				return err
 			}
 		default:
-			return errBadJSON // a control character
+			return ErrBadJSON // a control character
 		}
 	}
 }
 
 // escape copies the escape at the reader.
-func (j *jreader) escape(w sink) error {
+func (j *Reader) escape(w Sink) error {
 	b, err := j.br.Peek(2)
 	if len(b) < 2 {
-		return eofBad(err)
+		return EOFBad(err)
 	}
 	n := 2
 	switch b[1] {
 	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 	case 'u':
 		if b, err = j.br.Peek(6); len(b) < 6 {
-			return eofBad(err)
+			return EOFBad(err)
 		}
 		if hex4(b) < 0 {
-			return errBadJSON
+			return ErrBadJSON
 		}
 		n = 6
 	default:
-		return errBadJSON
+		return ErrBadJSON
 	}
 	if _, err := w.Write(b[:n]); err != nil {
 		return err
@@ -298,7 +329,7 @@ func plainRaw(b []byte) int {
 }
 
 // number copies the number at the reader.
-func (j *jreader) number(w sink) error {
+func (j *Reader) number(w Sink) error {
 	digits := func() (int, error) {
 		n := 0
 		for {
@@ -336,7 +367,7 @@ func (j *jreader) number(w sink) error {
 	}
 	if !zero {
 		if n, err := digits(); err != nil || n == 0 {
-			return eofBad(err)
+			return EOFBad(err)
 		}
 	}
 	for _, part := range []string{".", "eE"} {
@@ -353,33 +384,33 @@ func (j *jreader) number(w sink) error {
 			}
 		}
 		if n, err := digits(); err != nil || n == 0 {
-			return eofBad(err)
+			return EOFBad(err)
 		}
 	}
 	return nil
 }
 
 // literal copies true, false or null.
-func (j *jreader) literal(w sink, lit string) error {
+func (j *Reader) literal(w Sink, lit string) error {
 	b, err := j.br.Peek(len(lit))
 	if len(b) < len(lit) {
-		return eofBad(err)
+		return EOFBad(err)
 	}
 	if string(b) != lit {
-		return errBadJSON
+		return ErrBadJSON
 	}
 	_, _ = j.br.Discard(len(lit))
 	_, err = w.Write(b)
 	return err
 }
 
-// small reads the value at the reader into memory, copying it to w too.
-func (j *jreader) small(w sink, depth int) (json.RawMessage, error) {
-	if _, err := j.next(w); err != nil { // whitespace before it: not its own
+// Small reads the value at the reader into memory, copying it to w too.
+func (j *Reader) Small(w Sink) (json.RawMessage, error) {
+	if _, err := j.Next(w); err != nil { // whitespace before it: not its own
 		return nil, err
 	}
-	var buf rawBuf
-	if err := j.value(&tee{w, &buf}, depth); err != nil {
+	var buf Buf
+	if err := j.Value(&tee{w, &buf}); err != nil {
 		return nil, err
 	}
 	return json.RawMessage(buf), nil
@@ -416,14 +447,17 @@ func (k *keyBuf) key() string {
 	return s
 }
 
-// rawBuf is an in-memory sink.
-type rawBuf []byte
+// Buf is an in-memory Sink.
+type Buf []byte
 
-func (r *rawBuf) Write(p []byte) (int, error) { *r = append(*r, p...); return len(p), nil }
-func (r *rawBuf) WriteByte(c byte) error      { *r = append(*r, c); return nil }
+// Write appends p.
+func (r *Buf) Write(p []byte) (int, error) { *r = append(*r, p...); return len(p), nil }
+
+// WriteByte appends c.
+func (r *Buf) WriteByte(c byte) error { *r = append(*r, c); return nil }
 
 // tee copies to two sinks.
-type tee struct{ a, b sink }
+type tee struct{ a, b Sink }
 
 func (t *tee) Write(p []byte) (int, error) {
 	if _, err := t.a.Write(p); err != nil {
