@@ -1,6 +1,11 @@
 package hybridctx
 
-import "strconv"
+import (
+	"context"
+	"strconv"
+
+	"github.com/hybridctx/hybridctx/internal/viewengine"
+)
 
 // pager builds a paged answer (search, query): items are offered in order
 // and kept while they fit the budget; the summary line that ends the answer
@@ -102,4 +107,34 @@ func (p *pager) answer(skip int64) viewAnswer {
 	page.ItemBytes, page.Summary = int64(len(body)), string(p.counts(skip, shown))
 	body = append(body, sum...)
 	return viewAnswer{outcome: Resolved, reason: DigestVerified, body: body, observed: int64(len(body)), page: page}
+}
+
+// viewAnswer is what the query view made of a verified body.
+type viewAnswer struct {
+	outcome  Outcome
+	reason   Reason
+	body     []byte
+	offset   int64
+	observed int64
+	page     Page
+}
+
+// engineAnswer adapts the query view's answer to the engines' form.
+type engineAnswer struct{ q *queryScan }
+
+func (e engineAnswer) Scan(off int64, b []byte) error { return e.q.scan(off, b) }
+
+func (e engineAnswer) Answer(ctx context.Context, size int64) viewengine.Answer {
+	a := e.q.answer(ctx, size)
+	out := viewengine.Answer{Body: a.body, Offset: a.offset, Observed: a.observed, Page: viewengine.Page(a.page)}
+	switch a.outcome {
+	case OverBudget:
+		out.Outcome = viewengine.OverBudget
+	case ViewFailed:
+		out.Outcome, out.Failure = viewengine.Failed, map[Reason]viewengine.Failure{NotJSON: viewengine.NotJSON, FilterError: viewengine.FilterError}[a.reason]
+		if out.Failure == viewengine.NoFailure {
+			out.Failure = viewengine.LimitExceeded
+		}
+	}
+	return out
 }

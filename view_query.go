@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hybridctx/hybridctx/internal/viewengine"
 	"github.com/itchyny/gojq"
 )
 
@@ -83,7 +84,7 @@ func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration,
 	if err != nil {
 		return nil, err
 	}
-	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewScanner {
+	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewengine.Scanner {
 		q := &queryScan{code: code, guard: g, skip: req.Skip, limits: h.query,
 			page: pager{budget: req.Budget, noun: "results"}}
 		if size <= h.query.maxBytes {
@@ -91,7 +92,7 @@ func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration,
 		} else {
 			q.tooLarge = true
 		}
-		return q
+		return engineAnswer{q}
 	})
 }
 
