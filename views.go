@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	"github.com/hybridctx/hybridctx/internal/viewengine"
@@ -17,7 +18,7 @@ const (
 	// count.
 	DefaultLineCount = 100
 	// MaxPatternBytes bounds a search pattern.
-	MaxPatternBytes = 1000
+	MaxPatternBytes = viewengine.MaxPatternBytes
 	// MaxFilterBytes bounds a query filter.
 	MaxFilterBytes = 1000
 	// MaxContextLines bounds SearchRequest.ContextLines.
@@ -236,5 +237,45 @@ func (h *Rehydrator) Search(ctx context.Context, req SearchRequest) (*Rehydratio
 	}
 	return h.runView(ctx, ViewSearch, req.Reference, req.Budget, func(int64) viewengine.Scanner {
 		return viewengine.NewSearch(m, int(req.ContextLines), req.Skip, limit, req.Budget)
+	})
+}
+
+// Validate reports whether r is usable, parsing and checking its filter;
+// the error wraps ErrInvalidRequest and never repeats the filter.
+func (r QueryRequest) Validate() error {
+	_, err := r.compile(DefaultQueryMemoryBytes)
+	return err
+}
+
+func (r QueryRequest) compile(memory int64) (*viewengine.Filter, error) {
+	switch {
+	case r.Budget <= 0 || r.Skip < 0:
+		return nil, fmt.Errorf("%w: budget must be > 0, skip >= 0", ErrInvalidRequest)
+	case strings.TrimSpace(r.Filter) == "":
+		return nil, fmt.Errorf("%w: the filter is empty", ErrInvalidRequest)
+	case len(r.Filter) > MaxFilterBytes:
+		return nil, fmt.Errorf("%w: the filter is longer than %d bytes", ErrInvalidRequest, MaxFilterBytes)
+	}
+	f, err := viewengine.CompileFilter(r.Filter, memory)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return f, nil
+}
+
+// Query resolves req with the query view (docs/rehydration.md): the checks of Rehydrate in
+// the same order, then the filter's results as compact JSON, one per line,
+// paged with skip and ended by a summary line, the whole answer at most the
+// budget. The body is held parsed while the filter runs; a body larger than
+// the query size limit is view_failed/limit_exceeded. The filter runs in a
+// sandbox without access to the environment, other inputs or I/O, every
+// step bounded (internal/viewengine).
+func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration, error) {
+	f, err := req.compile(h.query.Memory)
+	if err != nil {
+		return nil, err
+	}
+	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewengine.Scanner {
+		return viewengine.NewQuery(f, req.Skip, req.Budget, size, h.query)
 	})
 }

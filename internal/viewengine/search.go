@@ -18,6 +18,10 @@ import (
 // such a line is not found).
 const searchLineCap = 1 << 20
 
+// MaxPatternBytes bounds a search pattern, and a regular expression in a
+// query filter.
+const MaxPatternBytes = 1000
+
 // LineBytes is the longest line a search shows whole; a longer one is cut
 // to this many bytes around its match.
 const LineBytes = 512
