@@ -17,6 +17,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // Options tune a Handler. A nil *Options means defaults. Budget caps every
@@ -49,16 +50,25 @@ func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*H
 	if err != nil {
 		return nil, err
 	}
-	h := &Handler{calls: calls}
-	for _, d := range calls.Tools() {
+	tools, err := toolParams(calls.Tools())
+	if err != nil {
+		return nil, err
+	}
+	return &Handler{calls: calls, tools: tools}, nil
+}
+
+// toolParams converts the read tools' definitions into the SDK's.
+func toolParams(defs []readtools.Tool) ([]sdk.ToolUnionParam, error) {
+	var tools []sdk.ToolUnionParam
+	for _, d := range defs {
 		schema, err := inputSchema(d.InputSchema)
 		if err != nil {
 			return nil, err
 		}
-		h.tools = append(h.tools, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{
+		tools = append(tools, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{
 			Name: d.Name, Description: sdk.String(d.Description), InputSchema: schema}})
 	}
-	return h, nil
+	return tools, nil
 }
 
 // inputSchema converts a JSON schema object into the SDK's input schema:
