@@ -40,12 +40,10 @@ const (
 // Page describes an answer: what it shows and where to continue. Its
 // fields are those of the root package's Page, which documents them.
 type Page struct {
-	Total                  int64
-	First, Count           int64
-	Next                   int64
-	LineOffset, LineLength int64
-	ItemBytes              int64
-	Summary                string
+	Total, First, Count, Next int64
+	LineOffset, LineLength    int64
+	ItemBytes                 int64
+	Summary                   string
 }
 
 // Answer is what a view made of a verified body.
