@@ -147,16 +147,12 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 		return nil, err
 	}
 	o = o.forTool(call.Tool)
-	switch v := result.(type) {
-	case *Segment:
-		if v != nil && v.valid {
-			return o.bypass(ctx, v)
-		}
-		if v == nil {
-			result = nil
-		}
-	case io.Reader:
-		return o.OffloadReader(ctx, call, v)
+	seg, result := recovered(result)
+	if seg != nil {
+		return o.bypass(ctx, seg)
+	}
+	if r, ok := result.(io.Reader); ok {
+		return o.OffloadReader(ctx, call, r)
 	}
 	b, str, isStr, err := serialize(result)
 	if err != nil {
@@ -187,16 +183,12 @@ func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadR
 	if err := start(ctx, call); err != nil {
 		return nil, err
 	}
-	switch v := result.(type) {
-	case *Segment:
-		if v != nil && v.valid {
-			return o.bypass(ctx, v)
-		}
-		if v == nil {
-			result = nil
-		}
-	case io.Reader:
-		b, err := io.ReadAll(io.LimitReader(v, o.policy.maxBytes()+1))
+	seg, result := recovered(result)
+	if seg != nil {
+		return o.bypass(ctx, seg)
+	}
+	if r, ok := result.(io.Reader); ok {
+		b, err := io.ReadAll(io.LimitReader(r, o.policy.maxBytes()+1))
 		if err != nil {
 			return nil, err
 		}
@@ -210,6 +202,21 @@ func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadR
 		b = []byte(str)
 	}
 	return o.offloadBytes(ctx, call, result, b)
+}
+
+// recovered returns result's recovered segment, which is inlined whatever
+// its size (bypass), or nil; and result, with a nil *Segment made an
+// untyped nil (serialized as null).
+func recovered(result any) (*Segment, any) {
+	switch s, ok := result.(*Segment); {
+	case !ok:
+		return nil, result
+	case s == nil:
+		return nil, nil
+	case s.valid:
+		return s, result
+	}
+	return nil, result
 }
 
 // start is what every decision checks before anything else: a cancelled

@@ -181,24 +181,9 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	}
 	o = o.forTool(call.Tool)
 	rewind := rewinderOf(r)
-	// The first threshold+1 bytes decide. Under a threshold smaller than
-	// smallStream they are read straight into the buffer a small stream is
-	// decided from; otherwise the head grows with what arrives, so a large
-	// threshold costs memory only for results that are actually that large.
-	var bp *[]byte
-	var head []byte
-	var n int64
-	var err error
-	if o.policy.InlineThreshold < smallStream {
-		bp = smallPool.Get().(*[]byte)
+	bp, head, n, err := o.readHead(r)
+	if bp != nil {
 		defer smallPool.Put(bp)
-		var m int
-		m, err = readFull(r, (*bp)[:o.policy.InlineThreshold+1])
-		head, n = (*bp)[:m], int64(m)
-	} else {
-		var buf bytes.Buffer
-		n, err = io.CopyN(&buf, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
-		head = buf.Bytes()
 	}
 	switch {
 	case ctx.Err() != nil:
@@ -275,8 +260,31 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	} else {
 		rest = bytes.NewReader(head)
 	}
+	return st.ingest(ctx, io.MultiReader(rest, r), limit)
+}
+
+// readHead reads the first threshold+1 bytes of r, which decide. Under a
+// threshold smaller than smallStream they are read straight into a pooled
+// buffer a small stream is decided from (bp, which the caller puts back);
+// otherwise the head grows with what arrives, so a large threshold costs
+// memory only for results that are actually that large.
+func (o *Offloader) readHead(r io.Reader) (bp *[]byte, head []byte, n int64, err error) {
+	if o.policy.InlineThreshold < smallStream {
+		bp = smallPool.Get().(*[]byte)
+		m, err := readFull(r, (*bp)[:o.policy.InlineThreshold+1])
+		return bp, (*bp)[:m], int64(m), err
+	}
+	var buf bytes.Buffer
+	n, err = io.CopyN(&buf, r, min(o.policy.InlineThreshold, math.MaxInt64-1)+1)
+	return nil, buf.Bytes(), n, err
+}
+
+// ingest streams the rest of a large result, r (its head first), through
+// the hasher into the workspace, and decides.
+func (st *storing) ingest(ctx context.Context, r io.Reader, limit int64) (*OffloadResult, error) {
+	o := st.o
 	ob := new(observed)
-	src := &countingReader{r: io.MultiReader(rest, r)}
+	src := &countingReader{r: r}
 	st.head = &previewTap{next: ob, max: int(o.policy.PreviewBytes)}
 	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: st.head})
 	// Bytes were consumed from r before the workspace saw any, so a write

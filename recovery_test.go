@@ -90,6 +90,13 @@ func TestRecoveredSegmentBypass(t *testing.T) {
 	if o := mustOffload(t, tiny, e.ctx, &hybridctx.Segment{}); o.Reason() == hybridctx.RecoveredSegmentBypass {
 		t.Fatal("a forged segment bypassed offload")
 	}
+	// A nil *Segment is decided as nil, by Offload and by Store alike.
+	if o := mustOffload(t, e.off, e.ctx, (*hybridctx.Segment)(nil)); o.Outcome() != hybridctx.Inline || o.Text() != "" || o.Original != nil {
+		t.Fatalf("Offload of a nil segment: %v %q %#v", o.Outcome(), o.Text(), o.Original)
+	}
+	if o, err := e.off.Store(e.ctx, hybridctx.Call{Tool: "tool", ID: "call"}, (*hybridctx.Segment)(nil)); err != nil || o.Reason() == hybridctx.RecoveredSegmentBypass || !observed(o, 0) {
+		t.Fatalf("Store of a nil segment: %v %v", o, err)
+	}
 }
 
 func TestConcurrentSameContent(t *testing.T) {
@@ -182,4 +189,10 @@ func TestReplacedCorruptBody(t *testing.T) {
 	if rh.Outcome() != hybridctx.Resolved || string(rh.Segment.Bytes()) != body {
 		t.Fatal("repaired body does not resolve")
 	}
+}
+
+// observed reports whether a decision observed n bytes.
+func observed(o *hybridctx.OffloadResult, n int64) bool {
+	got, ok := o.Diagnostics().ObservedBytes()
+	return ok && got == n
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/internal/viewengine"
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
@@ -92,7 +93,7 @@ type RehydratorOptions struct {
 type Rehydrator struct {
 	binding *Binding
 	clock   func() time.Time
-	query   queryLimits
+	query   viewengine.QueryLimits
 }
 
 // NewRehydrator returns a Rehydrator for binding, which must have a store
@@ -102,7 +103,7 @@ func NewRehydrator(binding *Binding, opts *RehydratorOptions) (*Rehydrator, erro
 		return nil, ErrNoWorkspace
 	}
 	r := &Rehydrator{binding: binding, clock: time.Now,
-		query: queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: DefaultQueryTimeout, memory: DefaultQueryMemoryBytes}}
+		query: viewengine.QueryLimits{MaxBytes: DefaultQueryMaxBytes, Timeout: DefaultQueryTimeout, Memory: DefaultQueryMemoryBytes}}
 	if opts == nil {
 		return r, nil
 	}
@@ -113,13 +114,13 @@ func NewRehydrator(binding *Binding, opts *RehydratorOptions) (*Rehydrator, erro
 		r.clock = opts.Clock
 	}
 	if opts.QueryMaxBytes > 0 {
-		r.query.maxBytes = opts.QueryMaxBytes
+		r.query.MaxBytes = opts.QueryMaxBytes
 	}
 	if opts.QueryTimeout > 0 {
-		r.query.timeout = opts.QueryTimeout
+		r.query.Timeout = opts.QueryTimeout
 	}
 	if opts.QueryMemoryBytes > 0 {
-		r.query.memory = opts.QueryMemoryBytes
+		r.query.Memory = opts.QueryMemoryBytes
 	}
 	return r, nil
 }

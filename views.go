@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
+	"github.com/hybridctx/hybridctx/internal/viewengine"
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
@@ -16,7 +18,7 @@ const (
 	// count.
 	DefaultLineCount = 100
 	// MaxPatternBytes bounds a search pattern.
-	MaxPatternBytes = 1000
+	MaxPatternBytes = viewengine.MaxPatternBytes
 	// MaxFilterBytes bounds a query filter.
 	MaxFilterBytes = 1000
 	// MaxContextLines bounds SearchRequest.ContextLines.
@@ -26,7 +28,7 @@ const (
 	DefaultMaxMatches = 50
 	// SearchLineBytes is the longest line a search shows whole; a longer
 	// one is cut to this many bytes around its match.
-	SearchLineBytes = 512
+	SearchLineBytes = viewengine.LineBytes
 	// DefaultQueryMaxBytes is the largest body a query parses unless
 	// RehydratorOptions.QueryMaxBytes sets another limit: 64 MiB.
 	DefaultQueryMaxBytes = 64 << 20
@@ -129,22 +131,21 @@ func (r LinesRequest) Validate() error {
 	return nil
 }
 
-// viewAnswer is what a view made of a verified body.
-type viewAnswer struct {
-	outcome  Outcome
-	reason   Reason
-	body     []byte
-	offset   int64 // body offset of the answer (lines), else 0
-	observed int64
-	page     Page
-}
-
-// viewScanner turns a body into an answer: scan sees every chunk in order
-// (before verification; it keeps at most its bound), answer runs once the
-// digest verified.
-type viewScanner interface {
-	scan(off int64, b []byte) error
-	answer(ctx context.Context, size int64) viewAnswer
+// decision maps an engine's answer to its outcome and reason.
+func decision(a viewengine.Answer) (Outcome, Reason) {
+	switch a.Outcome {
+	case viewengine.Resolved:
+		return Resolved, DigestVerified
+	case viewengine.OverBudget:
+		return OverBudget, BudgetExceeded
+	}
+	switch a.Failure {
+	case viewengine.NotJSON:
+		return ViewFailed, NotJSON
+	case viewengine.FilterError:
+		return ViewFailed, FilterError
+	}
+	return ViewFailed, LimitExceeded
 }
 
 // ReadLines resolves req with the lines view (docs/rehydration.md): the checks of
@@ -158,21 +159,21 @@ func (h *Rehydrator) ReadLines(ctx context.Context, req LinesRequest) (*Rehydrat
 	if count == 0 {
 		count = DefaultLineCount
 	}
-	return h.runView(ctx, ViewLines, req.Reference, req.Budget, func(int64) viewScanner {
-		return newLinesScan(req.StartLine, count, req.Budget)
+	return h.runView(ctx, ViewLines, req.Reference, req.Budget, func(int64) viewengine.Scanner {
+		return viewengine.NewLines(req.StartLine, count, req.Budget)
 	})
 }
 
 // runView runs the checks of docs/rehydration.md for a view, then reads the body once,
 // hashing it while sc scans it, and releases sc's answer only when the
 // digest verified. Exactly one event is reported per decision.
-func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget int64, mk func(size int64) viewScanner) (*Rehydration, error) {
+func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget int64, mk func(size int64) viewengine.Scanner) (*Rehydration, error) {
 	out, rec, done, err := h.locate(ctx, view, text, budget)
 	if done || err != nil {
 		return out, err
 	}
 	sc := mk(rec.Size)
-	err = h.binding.store.ScanVerified(ctx, out.Ref, rec.Size, sc.scan)
+	err = h.binding.store.ScanVerified(ctx, out.Ref, rec.Size, sc.Scan)
 	switch {
 	case err == nil:
 	case errors.Is(err, workspace.ErrCorrupt):
@@ -182,15 +183,99 @@ func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget
 	default:
 		return nil, err
 	}
-	a := sc.answer(ctx, rec.Size)
+	a := sc.Answer(ctx, rec.Size)
 	if err := ctx.Err(); err != nil {
 		return nil, err // the caller gave up: no decision
 	}
-	out.Page = a.page
+	out.Page = Page(a.Page)
 	h.touch(ctx, rec)
-	if a.outcome == Resolved {
-		out.Offset, out.Length = a.offset, int64(len(a.body))
-		out.Segment = h.segment(view, out.Ref, a.offset, rec.Size, a.body)
+	outcome, reason := decision(a)
+	if outcome == Resolved {
+		out.Offset, out.Length = a.Offset, int64(len(a.Body))
+		out.Segment = h.segment(view, out.Ref, a.Offset, rec.Size, a.Body)
 	}
-	return h.finish(ctx, out, a.outcome, a.reason, a.observed, budget, 0)
+	return h.finish(ctx, out, outcome, reason, a.Observed, budget, 0)
+}
+
+// Validate reports whether r is usable, compiling its pattern; the error
+// wraps ErrInvalidRequest and never repeats the pattern.
+func (r SearchRequest) Validate() error {
+	_, err := r.compile()
+	return err
+}
+
+func (r SearchRequest) compile() (*viewengine.Matcher, error) {
+	switch {
+	case r.Budget <= 0 || r.Skip < 0 || r.MaxMatches < 0:
+		return nil, fmt.Errorf("%w: budget must be > 0, skip and max matches >= 0", ErrInvalidRequest)
+	case r.ContextLines < 0 || r.ContextLines > MaxContextLines:
+		return nil, fmt.Errorf("%w: context lines must be 0 to %d", ErrInvalidRequest, MaxContextLines)
+	case r.Pattern == "":
+		return nil, fmt.Errorf("%w: the pattern is empty", ErrInvalidRequest)
+	case len(r.Pattern) > MaxPatternBytes:
+		return nil, fmt.Errorf("%w: the pattern is longer than %d bytes", ErrInvalidRequest, MaxPatternBytes)
+	}
+	m, err := viewengine.NewMatcher(r.Pattern, r.Regex, r.IgnoreCase)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return m, nil
+}
+
+// Search resolves req with the search view (docs/rehydration.md): the checks of Rehydrate
+// in the same order, then the matching lines grep -n style with a summary
+// line, the whole answer at most the budget. Memory is bounded by the budget
+// plus one capped line.
+func (h *Rehydrator) Search(ctx context.Context, req SearchRequest) (*Rehydration, error) {
+	m, err := req.compile()
+	if err != nil {
+		return nil, err
+	}
+	limit := req.MaxMatches
+	if limit == 0 {
+		limit = DefaultMaxMatches
+	}
+	return h.runView(ctx, ViewSearch, req.Reference, req.Budget, func(int64) viewengine.Scanner {
+		return viewengine.NewSearch(m, int(req.ContextLines), req.Skip, limit, req.Budget)
+	})
+}
+
+// Validate reports whether r is usable, parsing and checking its filter;
+// the error wraps ErrInvalidRequest and never repeats the filter.
+func (r QueryRequest) Validate() error {
+	_, err := r.compile(DefaultQueryMemoryBytes)
+	return err
+}
+
+func (r QueryRequest) compile(memory int64) (*viewengine.Filter, error) {
+	switch {
+	case r.Budget <= 0 || r.Skip < 0:
+		return nil, fmt.Errorf("%w: budget must be > 0, skip >= 0", ErrInvalidRequest)
+	case strings.TrimSpace(r.Filter) == "":
+		return nil, fmt.Errorf("%w: the filter is empty", ErrInvalidRequest)
+	case len(r.Filter) > MaxFilterBytes:
+		return nil, fmt.Errorf("%w: the filter is longer than %d bytes", ErrInvalidRequest, MaxFilterBytes)
+	}
+	f, err := viewengine.CompileFilter(r.Filter, memory)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRequest, err)
+	}
+	return f, nil
+}
+
+// Query resolves req with the query view (docs/rehydration.md): the checks of Rehydrate in
+// the same order, then the filter's results as compact JSON, one per line,
+// paged with skip and ended by a summary line, the whole answer at most the
+// budget. The body is held parsed while the filter runs; a body larger than
+// the query size limit is view_failed/limit_exceeded. The filter runs in a
+// sandbox without access to the environment, other inputs or I/O, every
+// step bounded (internal/viewengine).
+func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration, error) {
+	f, err := req.compile(h.query.Memory)
+	if err != nil {
+		return nil, err
+	}
+	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewengine.Scanner {
+		return viewengine.NewQuery(f, req.Skip, req.Budget, size, h.query)
+	})
 }

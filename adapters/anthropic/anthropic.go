@@ -20,26 +20,14 @@ import (
 	"github.com/hybridctx/hybridctx/readtools"
 )
 
-// RunFunc runs one of the host's tools with the model's JSON input and
-// returns its result text. An error is a tool failure; its text never
-// reaches the model.
-type RunFunc func(ctx context.Context, name string, input json.RawMessage) (string, error)
-
-// Options tune a Handler. A nil *Options means defaults.
-type Options struct {
-	// Budget caps every read; 0 means the read tools' default.
-	Budget int64
-	// Names overrides the read tools' names; empty names keep those of the
-	// Offloader's policy (the names its notices point to).
-	Names readtools.Names
-	// OnDecision, when set, receives every offload decision with the tool
-	// name it decided, for the host (the model sees only the notice). It
-	// runs on the goroutine that called Handle.
-	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
-	// Compaction, when set, is told of every compaction step of the
-	// policy's history budget (sink.Summary counts them).
-	Compaction hybridctx.CompactionObserver
-}
+// Options tune a Handler. A nil *Options means defaults. Budget caps every
+// read (0: the read tools' default); Names overrides the read tools' names
+// (empty names keep those of the Offloader's policy, the names its notices
+// point to); OnDecision, when set, receives every offload decision with the
+// tool name it decided, on the goroutine that called Handle; Compaction,
+// when set, is told of every compaction step of the policy's history
+// budget (sink.Summary counts them).
+type Options = adaptkit.HandlerOptions
 
 // ErrNilOffloader is returned by New for a nil Offloader.
 var ErrNilOffloader = adaptkit.ErrNilOffloader
@@ -58,27 +46,29 @@ type Handler struct {
 // tools with reh. Invalid read tool names are an error wrapping
 // hybridctx.ErrInvalidPolicy.
 func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Handler, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	calls, err := adaptkit.NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
+	calls, err := adaptkit.NewHandlerDispatcher(off, reh, opts)
 	if err != nil {
 		return nil, err
 	}
-	if o.Compaction != nil {
-		calls.ObserveCompactions(o.Compaction)
+	tools, err := toolParams(calls.Tools())
+	if err != nil {
+		return nil, err
 	}
-	h := &Handler{calls: calls}
-	for _, d := range calls.Tools() {
+	return &Handler{calls: calls, tools: tools}, nil
+}
+
+// toolParams converts the read tools' definitions into the SDK's.
+func toolParams(defs []readtools.Tool) ([]sdk.ToolUnionParam, error) {
+	var tools []sdk.ToolUnionParam
+	for _, d := range defs {
 		schema, err := inputSchema(d.InputSchema)
 		if err != nil {
 			return nil, err
 		}
-		h.tools = append(h.tools, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{
+		tools = append(tools, sdk.ToolUnionParam{OfTool: &sdk.ToolParam{
 			Name: d.Name, Description: sdk.String(d.Description), InputSchema: schema}})
 	}
-	return h, nil
+	return tools, nil
 }
 
 // inputSchema converts a JSON schema object into the SDK's input schema:
@@ -111,6 +101,11 @@ func inputSchema(raw json.RawMessage) (sdk.ToolInputSchemaParam, error) {
 func (h *Handler) Tools() []sdk.ToolUnionParam {
 	return append([]sdk.ToolUnionParam(nil), h.tools...)
 }
+
+// RunFunc runs one of the host's tools with the model's JSON input and
+// returns its result text. An error is a tool failure; its text never
+// reaches the model.
+type RunFunc func(ctx context.Context, name string, input json.RawMessage) (string, error)
 
 // Handle answers one tool_use block with its tool_result block. A read
 // tool call is answered by the Handler: the verified bytes, or the

@@ -221,12 +221,7 @@ func orDefault(s, d string) string {
 // text, as its string output; its error is non-nil only for a cancelled
 // context. Invalid names are an error wrapping hybridctx.ErrInvalidPolicy.
 func ReadTools(reh *hybridctx.Rehydrator, opts *Options) ([]ai.ToolRef, error) {
-	var names readtools.Names
-	var budget int64
-	if opts != nil {
-		names, budget = opts.Names, opts.Budget
-	}
-	set, err := adaptkit.NewReads(reh, names, budget)
+	set, err := opts.reads(reh)
 	if err != nil {
 		return nil, err
 	}
@@ -247,4 +242,12 @@ func ReadTools(reh *hybridctx.Rehydrator, opts *Options) ([]ai.ToolRef, error) {
 			}, ai.WithInputSchema(schema)))
 	}
 	return out, nil
+}
+
+// reads returns the read tools' set over reh under o (nil: defaults).
+func (o *Options) reads(reh *hybridctx.Rehydrator) (*readtools.Set, error) {
+	if o == nil {
+		return adaptkit.NewReads(reh, readtools.Names{}, 0)
+	}
+	return adaptkit.NewReads(reh, o.Names, o.Budget)
 }

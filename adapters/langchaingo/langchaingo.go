@@ -90,12 +90,7 @@ func (b *bounded) Call(ctx context.Context, input string) (string, error) {
 // refusal text, as its output; its error is non-nil only for a cancelled
 // context. Invalid names are an error wrapping hybridctx.ErrInvalidPolicy.
 func NewReadTools(reh *hybridctx.Rehydrator, opts *Options) ([]tools.Tool, error) {
-	var names readtools.Names
-	var budget int64
-	if opts != nil {
-		names, budget = opts.Names, opts.Budget
-	}
-	set, err := adaptkit.NewReads(reh, names, budget)
+	set, err := opts.reads(reh)
 	if err != nil {
 		return nil, err
 	}
@@ -136,4 +131,12 @@ func (r *readTool) Call(ctx context.Context, input string) (string, error) {
 		return "", err
 	}
 	return res.Text, nil
+}
+
+// reads returns the read tools' set over reh under o (nil: defaults).
+func (o *Options) reads(reh *hybridctx.Rehydrator) (*readtools.Set, error) {
+	if o == nil {
+		return adaptkit.NewReads(reh, readtools.Names{}, 0)
+	}
+	return adaptkit.NewReads(reh, o.Names, o.Budget)
 }

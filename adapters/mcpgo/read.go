@@ -41,12 +41,7 @@ func AddReadTools(s *server.MCPServer, reh *hybridctx.Rehydrator, opts *Options)
 	if s == nil {
 		return ErrNilServer
 	}
-	var names readtools.Names
-	var budget int64
-	if opts != nil {
-		names, budget = opts.Names, opts.Budget
-	}
-	set, err := adaptkit.NewReads(reh, names, budget)
+	set, err := opts.reads(reh)
 	if err != nil {
 		return err
 	}
@@ -133,4 +128,12 @@ func readResource(ctx context.Context, reh *hybridctx.Rehydrator, set *readtools
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: mimeText, Text: string(b)}}, nil
 	}
 	return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: mimeBinary, Blob: base64.StdEncoding.EncodeToString(b)}}, nil
+}
+
+// reads returns the read tools' set over reh under o (nil: defaults).
+func (o *Options) reads(reh *hybridctx.Rehydrator) (*readtools.Set, error) {
+	if o == nil {
+		return adaptkit.NewReads(reh, readtools.Names{}, 0)
+	}
+	return adaptkit.NewReads(reh, o.Names, o.Budget)
 }

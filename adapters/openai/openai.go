@@ -22,29 +22,16 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
-	"github.com/hybridctx/hybridctx/readtools"
 )
 
-// RunFunc runs one of the host's tools with the model's JSON arguments and
-// returns its result text. An error is a tool failure; its text never
-// reaches the model.
-type RunFunc func(ctx context.Context, name string, input json.RawMessage) (string, error)
-
-// Options tune a Handler. A nil *Options means defaults.
-type Options struct {
-	// Budget caps every read; 0 means the read tools' default.
-	Budget int64
-	// Names overrides the read tools' names; empty names keep those of the
-	// Offloader's policy (the names its notices point to).
-	Names readtools.Names
-	// OnDecision, when set, receives every offload decision with the tool
-	// name it decided, for the host (the model sees only the notice). It
-	// runs on the goroutine that called HandleChat or HandleResponse.
-	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
-	// Compaction, when set, is told of every compaction step of the
-	// policy's history budget (sink.Summary counts them).
-	Compaction hybridctx.CompactionObserver
-}
+// Options tune a Handler. A nil *Options means defaults. Budget caps every
+// read (0: the read tools' default); Names overrides the read tools' names
+// (empty names keep those of the Offloader's policy, the names its notices
+// point to); OnDecision, when set, receives every offload decision with the
+// tool name it decided, on the goroutine that called HandleChat or
+// HandleResponse; Compaction, when set, is told of every compaction step
+// of the policy's history budget (sink.Summary counts them).
+type Options = adaptkit.HandlerOptions
 
 // ErrNilOffloader is returned by New for a nil Offloader.
 var ErrNilOffloader = adaptkit.ErrNilOffloader
@@ -64,16 +51,9 @@ type Handler struct {
 // tools with reh. Invalid read tool names are an error wrapping
 // hybridctx.ErrInvalidPolicy.
 func New(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Handler, error) {
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	calls, err := adaptkit.NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
+	calls, err := adaptkit.NewHandlerDispatcher(off, reh, opts)
 	if err != nil {
 		return nil, err
-	}
-	if o.Compaction != nil {
-		calls.ObserveCompactions(o.Compaction)
 	}
 	h := &Handler{calls: calls}
 	for _, d := range calls.Tools() {
@@ -100,6 +80,11 @@ func (h *Handler) ChatTools() []sdk.ChatCompletionToolUnionParam {
 func (h *Handler) ResponseTools() []responses.ToolUnionParam {
 	return append([]responses.ToolUnionParam(nil), h.resp...)
 }
+
+// RunFunc runs one of the host's tools with the model's JSON arguments and
+// returns its result text. An error is a tool failure; its text never
+// reaches the model.
+type RunFunc func(ctx context.Context, name string, input json.RawMessage) (string, error)
 
 // HandleChat answers one Chat Completions function tool call with its tool
 // message. A read tool call is answered by the Handler (the verified bytes

@@ -162,21 +162,12 @@ func (a *app) bench(cmd *cobra.Command, o benchFlags) error {
 	if o.hist.on || historyFlagsSet(f) {
 		return a.benchHistory(cmd, o)
 	}
-	src, wl, closeSrc, err := a.benchSource(o)
+	env, err := a.openBench(cmd, o)
 	if err != nil {
 		return err
 	}
-	defer closeSrc()
-	ctx, store, info, release, err := a.benchWorkspace(cmd)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ctx, done, err := a.withReporter(ctx, cmd)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer env.close()
+	ctx, src, wl, store, info := env.ctx, env.src, env.wl, env.store, env.info
 	opts := &workload.RunOptions{
 		Threshold: o.threshold,
 		User:      a.setting(cmd, "user", a.user, EnvUser),
@@ -232,6 +223,41 @@ func (a *app) bench(cmd *cobra.Command, o benchFlags) error {
 			rep.HistoryWithReads.InvariantErrors)}
 	}
 	return nil
+}
+
+// benchEnv is what both benches run on: the workload, the workspace and
+// the event reporter (in ctx); close releases them in reverse order.
+type benchEnv struct {
+	ctx   context.Context
+	src   workload.Source
+	wl    benchWorkload
+	store *workspace.Store
+	info  benchTarget
+	close func()
+}
+
+// openBench opens a bench's workload, workspace and reporter.
+func (a *app) openBench(cmd *cobra.Command, o benchFlags) (*benchEnv, error) {
+	src, wl, closeSrc, err := a.benchSource(o)
+	if err != nil {
+		return nil, err
+	}
+	ctx, store, info, release, err := a.benchWorkspace(cmd)
+	if err != nil {
+		closeSrc()
+		return nil, err
+	}
+	ctx, done, err := a.withReporter(ctx, cmd)
+	if err != nil {
+		release()
+		closeSrc()
+		return nil, err
+	}
+	return &benchEnv{ctx: ctx, src: src, wl: wl, store: store, info: info, close: func() {
+		done()
+		release()
+		closeSrc()
+	}}, nil
 }
 
 // benchSource opens the workload: the given file, or the generator.

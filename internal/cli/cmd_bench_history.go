@@ -101,21 +101,12 @@ func (a *app) benchHistory(cmd *cobra.Command, o benchFlags) error {
 	if err != nil {
 		return err
 	}
-	src, wl, closeSrc, err := a.benchSource(o)
+	env, err := a.openBench(cmd, o)
 	if err != nil {
 		return err
 	}
-	defer closeSrc()
-	ctx, store, info, release, err := a.benchWorkspace(cmd)
-	if err != nil {
-		return err
-	}
-	defer release()
-	ctx, done, err := a.withReporter(ctx, cmd)
-	if err != nil {
-		return err
-	}
-	defer done()
+	defer env.close()
+	ctx, src, wl, store, info := env.ctx, env.src, env.wl, env.store, env.info
 	user, workflow := a.setting(cmd, "user", a.user, EnvUser), a.setting(cmd, "workflow", a.workflow, EnvWorkflow)
 	if workflow == "" {
 		workflow = "bench-" + randomID()[:12]

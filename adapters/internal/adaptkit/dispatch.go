@@ -35,6 +35,40 @@ func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names re
 	return &Dispatcher{off: off, reads: reads, hook: hook, compact: NewCompactor(off, nil)}, nil
 }
 
+// HandlerOptions tune the Handler of an SDK adapter (anthropic, openai),
+// which exports them as its Options. A nil *HandlerOptions means defaults.
+type HandlerOptions struct {
+	// Budget caps every read; 0 means the read tools' default.
+	Budget int64
+	// Names overrides the read tools' names; empty names keep those of the
+	// Offloader's policy (the names its notices point to).
+	Names readtools.Names
+	// OnDecision, when set, receives every offload decision with the tool
+	// name it decided, for the host (the model sees only the notice). It
+	// runs on the goroutine that called the Handler's method.
+	OnDecision func(ctx context.Context, tool string, out *hybridctx.OffloadResult)
+	// Compaction, when set, is told of every compaction step of the
+	// policy's history budget (sink.Summary counts them).
+	Compaction hybridctx.CompactionObserver
+}
+
+// NewHandlerDispatcher returns the Dispatcher of an SDK adapter's Handler
+// under opts: NewDispatcher, and the compaction observer when opts has one.
+func NewHandlerDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *HandlerOptions) (*Dispatcher, error) {
+	var o HandlerOptions
+	if opts != nil {
+		o = *opts
+	}
+	d, err := NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
+	if err != nil {
+		return nil, err
+	}
+	if o.Compaction != nil {
+		d.ObserveCompactions(o.Compaction)
+	}
+	return d, nil
+}
+
 // Tools returns the read tools' SDK-neutral definitions.
 func (d *Dispatcher) Tools() []readtools.Tool { return d.reads.Tools() }
 

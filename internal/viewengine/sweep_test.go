@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import (
 	"bufio"
@@ -41,7 +41,7 @@ func runChild(t *testing.T, name string) {
 		t.Fatalf("child %s: %v; last %s\n%s", name, err, last, tail)
 	}
 	for _, l := range strings.Split(string(out), "\n") {
-		if strings.Contains(l, "view_query_sweep_test.go") {
+		if strings.Contains(l, "sweep_test.go") {
 			t.Log(strings.TrimSpace(l))
 		}
 	}
@@ -55,15 +55,14 @@ func inChild(t *testing.T) {
 
 // runValue runs filter with . = in (a value built in Go, deeper than any
 // document can be), and reports whether the guard refused a step.
-func runValue(t testing.TB, in any, filter string, lim queryLimits) (viewAnswer, bool) {
+func runValue(t testing.TB, in any, filter string, lim QueryLimits) (Answer, bool) {
 	t.Helper()
-	g := newGuard(lim.memory)
-	code, err := QueryRequest{Filter: filter, Budget: 1 << 16}.compile(g)
+	f, err := CompileFilter(filter, lim.Memory)
 	if err != nil {
 		t.Fatalf("%q: %v", filter, err)
 	}
-	q := &queryScan{code: code, guard: g, limits: lim, page: pager{budget: 1 << 16, noun: "results"}}
-	return q.run(context.Background(), []any{in}), g.tripped
+	q := &queryScan{code: f.code, guard: f.guard, limits: lim, page: pager{budget: 1 << 16, noun: "results"}}
+	return q.run(context.Background(), []any{in}), f.guard.tripped
 }
 
 func nestArrays(depth int) any {
@@ -140,20 +139,20 @@ func TestQuerySweepChild(t *testing.T) {
 	}
 	// A short time limit: the steps that run by many small steps end by
 	// it; the recursive ones must be refused by the guard, at once.
-	short := queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: 300 * time.Millisecond, memory: DefaultQueryMemoryBytes}
+	short := QueryLimits{MaxBytes: testMaxBytes, Timeout: 300 * time.Millisecond, Memory: testMemory}
 	for name, in := range inputs {
 		for _, f := range steps {
 			fmt.Fprintf(os.Stderr, "case: %s | %s\n", name, f)
 			start := time.Now()
 			a, tripped := runValue(t, in, f, short)
 			if !acceptable(a) {
-				t.Errorf("%s | %s: %v/%v", name, f, a.outcome, a.reason)
+				t.Errorf("%s | %s: %v/%v", name, f, a.Outcome, a.Failure)
 			}
-			if name != "wide" && contains(recursiveSteps, f) && !tripped && (a.outcome != ViewFailed || a.reason != FilterError) {
-				t.Errorf("%s | %s: %v/%v, want the guard's refusal", name, f, a.outcome, a.reason)
+			if name != "wide" && contains(recursiveSteps, f) && !tripped && (a.Outcome != Failed || a.Failure != FilterError) {
+				t.Errorf("%s | %s: %v/%v, want the guard's refusal", name, f, a.Outcome, a.Failure)
 			}
 			if d := time.Since(start); d > time.Second {
-				t.Logf("%s | %s: %v/%v in %v (refused by the guard: %v)", name, f, a.outcome, a.reason, d, tripped)
+				t.Logf("%s | %s: %v/%v in %v (refused by the guard: %v)", name, f, a.Outcome, a.Failure, d, tripped)
 			}
 		}
 	}
@@ -162,10 +161,10 @@ func TestQuerySweepChild(t *testing.T) {
 		fmt.Fprintf(os.Stderr, "case: deep document | %s\n", f)
 		a := runFilter(t, deepDoc, f, short)
 		if !acceptable(a) {
-			t.Errorf("deep document | %s: %v/%v", f, a.outcome, a.reason)
+			t.Errorf("deep document | %s: %v/%v", f, a.Outcome, a.Failure)
 		}
 	}
-	long := queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: time.Minute, memory: DefaultQueryMemoryBytes}
+	long := QueryLimits{MaxBytes: testMaxBytes, Timeout: time.Minute, Memory: testMemory}
 	if queryRace {
 		long = defaultLimits
 	}
@@ -174,17 +173,17 @@ func TestQuerySweepChild(t *testing.T) {
 		start := time.Now()
 		// A minute, so that the guard, not the clock, must stop them.
 		a := runFilter(t, probeDoc, f, long)
-		if a.outcome != ViewFailed || a.reason != LimitExceeded {
-			t.Errorf("%s: %v/%v", f, a.outcome, a.reason)
+		if a.Outcome != Failed || a.Failure != LimitExceeded {
+			t.Errorf("%s: %v/%v", f, a.Outcome, a.Failure)
 		}
-		t.Logf("probe %s: %v/%v in %v", f, a.outcome, a.reason, time.Since(start))
+		t.Logf("probe %s: %v/%v in %v", f, a.Outcome, a.Failure, time.Since(start))
 	}
 }
 
 // acceptable: a result, one over the budget, a filter error or a stop.
-func acceptable(a viewAnswer) bool {
-	return a.outcome == Resolved || a.outcome == OverBudget ||
-		a.outcome == ViewFailed && (a.reason == LimitExceeded || a.reason == FilterError)
+func acceptable(a Answer) bool {
+	return a.Outcome == Resolved || a.Outcome == OverBudget ||
+		a.Outcome == Failed && (a.Failure == LimitExceeded || a.Failure == FilterError)
 }
 
 func wide(n int) any {
@@ -257,13 +256,13 @@ func TestQueryMemoryChild(t *testing.T) {
 		start := time.Now()
 		a := runFilter(t, probeDoc, f, defaultLimits)
 		peak := procStatus(t, "VmHWM")
-		if a.outcome != ViewFailed || a.reason != LimitExceeded {
-			t.Errorf("%s: %v/%v", f, a.outcome, a.reason)
+		if a.Outcome != Failed || a.Failure != LimitExceeded {
+			t.Errorf("%s: %v/%v", f, a.Outcome, a.Failure)
 		}
 		growth := peak - before
 		t.Logf("memory %s: peak RSS growth %d MiB, %v", f, growth>>20, time.Since(start).Round(time.Millisecond))
-		if growth > DefaultQueryMemoryBytes {
-			t.Errorf("%s: peak RSS grew by %d MiB, over the %d MiB bound", f, growth>>20, DefaultQueryMemoryBytes>>20)
+		if growth > testMemory {
+			t.Errorf("%s: peak RSS grew by %d MiB, over the %d MiB bound", f, growth>>20, testMemory>>20)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import (
 	"bytes"
@@ -10,14 +10,14 @@ import (
 )
 
 // feed hands body to scan in chunks of size step, as the pump does.
-func feed(t *testing.T, sc viewScanner, body []byte, step int) viewAnswer {
+func feed(t *testing.T, sc Scanner, body []byte, step int) Answer {
 	t.Helper()
 	for off := 0; off < len(body); off += step {
-		if err := sc.scan(int64(off), body[off:min(off+step, len(body))]); err != nil {
+		if err := sc.Scan(int64(off), body[off:min(off+step, len(body))]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return sc.answer(context.Background(), int64(len(body)))
+	return sc.Answer(context.Background(), int64(len(body)))
 }
 
 // naiveLines splits body into lines the way docs/offload.md counts them: each ends with
@@ -49,12 +49,12 @@ func FuzzLines(f *testing.F) {
 		}
 		n := int64(count)
 		if n == 0 {
-			n = DefaultLineCount
+			n = 100
 		}
-		a := feed(t, newLinesScan(int64(start), n, int64(budget)), body, int(step))
+		a := feed(t, NewLines(int64(start), n, int64(budget)), body, int(step))
 		lines := naiveLines(body)
-		if a.page.Total != int64(len(lines)) {
-			t.Fatalf("total %d, want %d", a.page.Total, len(lines))
+		if a.Page.Total != int64(len(lines)) {
+			t.Fatalf("total %d, want %d", a.Page.Total, len(lines))
 		}
 		var want []byte
 		next := int64(0)
@@ -67,17 +67,17 @@ func FuzzLines(f *testing.F) {
 			want = append(want, l...)
 		}
 		if next == int64(start) {
-			if a.outcome != OverBudget || a.page.LineLength != int64(len(lines[start-1])) ||
-				!bytes.Equal(body[a.page.LineOffset:a.page.LineOffset+a.page.LineLength], lines[start-1]) {
-				t.Fatalf("want over_budget with line %d located, got %v %+v", start, a.outcome, a.page)
+			if a.Outcome != OverBudget || a.Page.LineLength != int64(len(lines[start-1])) ||
+				!bytes.Equal(body[a.Page.LineOffset:a.Page.LineOffset+a.Page.LineLength], lines[start-1]) {
+				t.Fatalf("want over_budget with line %d located, got %v %+v", start, a.Outcome, a.Page)
 			}
 			return
 		}
-		if a.outcome != Resolved || !bytes.Equal(a.body, want) || a.page.Next != next {
-			t.Fatalf("got %v %q next %d, want %q next %d", a.outcome, a.body, a.page.Next, want, next)
+		if a.Outcome != Resolved || !bytes.Equal(a.Body, want) || a.Page.Next != next {
+			t.Fatalf("got %v %q next %d, want %q next %d", a.Outcome, a.Body, a.Page.Next, want, next)
 		}
-		if len(want) > 0 && !bytes.Equal(body[a.offset:a.offset+int64(len(want))], want) {
-			t.Fatalf("offset %d does not locate the answer", a.offset)
+		if len(want) > 0 && !bytes.Equal(body[a.Offset:a.Offset+int64(len(want))], want) {
+			t.Fatalf("offset %d does not locate the answer", a.Offset)
 		}
 	})
 }
@@ -93,35 +93,35 @@ func FuzzSearchAnswer(f *testing.F) {
 		if pattern == "" || len(pattern) > 64 || budget == 0 || step == 0 || strings.Contains(pattern, "\n") {
 			return
 		}
-		req := SearchRequest{Budget: int64(budget), Pattern: pattern, IgnoreCase: ignoreCase, ContextLines: int64(ctxN % 4), Skip: int64(skip % 8)}
-		m, err := req.compile()
+		ctxLines, skipN := int(ctxN%4), int64(skip%8)
+		m, err := NewMatcher(pattern, false, ignoreCase)
 		if err != nil {
-			return
+			return // invalid UTF-8 regardless of case is no RE2 expression
 		}
-		sc := newSearchScan(m, int(req.ContextLines), req.Skip, DefaultMaxMatches, req.Budget)
+		sc := newSearchScan(m, ctxLines, skipN, 50, int64(budget))
 		sc.lineCap = 1024 + len(pattern) // exercise the windows of long lines
 		a := feed(t, sc, body, int(step))
 		var matches []int64
 		for i, l := range naiveLines(body) {
 			l = bytes.TrimSuffix(l, []byte("\n"))
-			if m.find(l) >= 0 {
+			if m.Find(l) >= 0 {
 				matches = append(matches, int64(i+1))
 			}
 		}
-		if a.page.Total != int64(len(matches)) {
-			t.Fatalf("total %d, want %d", a.page.Total, len(matches))
+		if a.Page.Total != int64(len(matches)) {
+			t.Fatalf("total %d, want %d", a.Page.Total, len(matches))
 		}
-		if a.outcome == OverBudget {
-			if a.observed <= int64(budget) {
-				t.Fatalf("over_budget though %d bytes would fit %d", a.observed, budget)
+		if a.Outcome == OverBudget {
+			if a.Observed <= int64(budget) {
+				t.Fatalf("over_budget though %d bytes would fit %d", a.Observed, budget)
 			}
 			return
 		}
-		if int64(len(a.body)) > int64(budget) || !utf8.Valid(a.body) {
-			t.Fatalf("answer of %d bytes over budget %d or not UTF-8", len(a.body), budget)
+		if int64(len(a.Body)) > int64(budget) || !utf8.Valid(a.Body) {
+			t.Fatalf("answer of %d bytes over budget %d or not UTF-8", len(a.Body), budget)
 		}
 		var shown []int64
-		for _, line := range strings.Split(strings.TrimSuffix(string(a.body), "\n"), "\n") {
+		for _, line := range strings.Split(strings.TrimSuffix(string(a.Body), "\n"), "\n") {
 			i := strings.IndexAny(line, ":-")
 			if i <= 0 || line[i] != ':' {
 				continue
@@ -130,11 +130,11 @@ func FuzzSearchAnswer(f *testing.F) {
 				shown = append(shown, n)
 			}
 		}
-		if int64(len(shown)) != a.page.Count {
-			t.Fatalf("%d match lines shown, page says %d:\n%s", len(shown), a.page.Count, a.body)
+		if int64(len(shown)) != a.Page.Count {
+			t.Fatalf("%d match lines shown, page says %d:\n%s", len(shown), a.Page.Count, a.Body)
 		}
 		for k, n := range shown {
-			if idx := int(req.Skip) + k; idx >= len(matches) || matches[idx] != n {
+			if idx := int(skipN) + k; idx >= len(matches) || matches[idx] != n {
 				t.Fatalf("match %d shown as line %d; matches %v", idx+1, n, matches)
 			}
 		}

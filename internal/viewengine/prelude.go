@@ -1,16 +1,16 @@
-package hybridctx
+package viewengine
 
 // queryPrelude is prepended to every filter. A definition in a filter
 // shadows gojq's built-in of the same name and arity, for the filter and
 // for the definitions after it, so the prelude first keeps each original
 // under a private name (_hx_o_*), then redefines the name as a guard call
-// (_hx_check, see view_query_guard.go) before the original. gojq's own
+// (_hx_check, see guard.go) before the original. gojq's own
 // jq-defined built-ins are compiled in their own scope and would still call
 // the unguarded originals, so those that reach one (add/1, from_entries,
 // *_by, fromstream, del, pick, IN, INDEX, JOIN and the regular expression
 // family) are redefined here over the guarded names. Operators are routed
-// to the guarded operators of view_query_ops.go (_hx_plus and the others)
-// by the rewrite of the filter (view_query_sandbox.go). The names gojq
+// to the guarded operators of ops.go (_hx_plus and the others)
+// by the rewrite of the filter (sandbox.go). The names gojq
 // itself looks up while
 // compiling (tostring and the format functions of string interpolation,
 // _add and the others of "op=") resolve to these definitions too.

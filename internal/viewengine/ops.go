@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import (
 	"encoding/json"
@@ -8,11 +8,11 @@ import (
 	"github.com/itchyny/gojq"
 )
 
-// The guarded operators. The rewrite of a filter (view_query_sandbox.go)
+// The guarded operators. The rewrite of a filter (sandbox.go)
 // turns each of + - * / == != < <= > >= into a call of one of these custom
 // functions; gojq evaluates a custom function's arguments exactly as it
 // evaluates an operator's (the right operand outermost), so the order of
-// results is unchanged. Each guards its operands (view_query_guard.go),
+// results is unchanged. Each guards its operands (guard.go),
 // computes the common cases of numbers and strings itself, as gojq does,
 // and leaves every other case to gojq's own operator.
 

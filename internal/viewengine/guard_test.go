@@ -1,8 +1,7 @@
-package hybridctx
+package viewengine
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,18 +10,24 @@ import (
 )
 
 // runFilter runs filter over body as the query view does, with limits.
-func runFilter(t testing.TB, body, filter string, lim queryLimits) viewAnswer {
+func runFilter(t testing.TB, body, filter string, lim QueryLimits) Answer {
 	t.Helper()
-	g := newGuard(lim.memory)
-	code, err := QueryRequest{Filter: filter, Budget: 1 << 20}.compile(g)
+	f, err := CompileFilter(filter, lim.Memory)
 	if err != nil {
 		t.Fatalf("%q: %v", filter, err)
 	}
-	q := &queryScan{code: code, guard: g, limits: lim, page: pager{budget: 1 << 20, noun: "results"}, body: []byte(body)}
-	return q.answer(context.Background(), int64(len(body)))
+	q := &queryScan{code: f.code, guard: f.guard, limits: lim, page: pager{budget: 1 << 20, noun: "results"}, body: []byte(body)}
+	return q.Answer(context.Background(), int64(len(body)))
 }
 
-var defaultLimits = queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: DefaultQueryTimeout, memory: DefaultQueryMemoryBytes}
+// The root package's default limits (DefaultQueryMaxBytes and
+// DefaultQueryMemoryBytes), which the tests run under.
+const (
+	testMaxBytes = 64 << 20
+	testMemory   = 256 << 20
+)
+
+var defaultLimits = QueryLimits{MaxBytes: testMaxBytes, Timeout: 2 * time.Second, Memory: testMemory}
 
 // plainGojq is the filter's output under gojq without the sandbox, in the
 // query view's format.
@@ -100,16 +105,16 @@ func TestQueryGuardKeepsSemantics(t *testing.T) {
 		want, ok := plainGojq(t, body, f)
 		a := runFilter(t, body, f, defaultLimits)
 		if !ok {
-			if a.outcome != ViewFailed || a.reason != FilterError {
-				t.Errorf("%s: want filter_error, got %v/%v", f, a.outcome, a.reason)
+			if a.Outcome != Failed || a.Failure != FilterError {
+				t.Errorf("%s: want filter_error, got %v/%v", f, a.Outcome, a.Failure)
 			}
 			continue
 		}
-		if a.outcome != Resolved {
-			t.Errorf("%s: %v/%v, want %q", f, a.outcome, a.reason, want)
+		if a.Outcome != Resolved {
+			t.Errorf("%s: %v/%v, want %q", f, a.Outcome, a.Failure, want)
 			continue
 		}
-		got := string(a.body)
+		got := string(a.Body)
 		got = got[:strings.LastIndexByte(strings.TrimSuffix(got, "\n"), '\n')+1]
 		if got != want {
 			t.Errorf("%s:\n got %q\nwant %q", f, got, want)
@@ -129,19 +134,18 @@ func FuzzQueryFilter(f *testing.F) {
 	}, probeFilters...) {
 		f.Add(s)
 	}
-	lim := queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: 100 * time.Millisecond, memory: DefaultQueryMemoryBytes}
+	lim := QueryLimits{MaxBytes: testMaxBytes, Timeout: 100 * time.Millisecond, Memory: testMemory}
 	f.Fuzz(func(t *testing.T, filter string) {
-		g := newGuard(lim.memory)
-		code, err := QueryRequest{Filter: filter, Budget: 4096}.compile(g)
+		f, err := CompileFilter(filter, lim.Memory)
 		if err != nil {
-			if !errors.Is(err, ErrInvalidRequest) || strings.Contains(err.Error(), filter) && len(filter) > 3 {
+			if strings.Contains(err.Error(), filter) && len(filter) > 3 {
 				t.Fatalf("%q: %v", filter, err)
 			}
 			return
 		}
-		q := &queryScan{code: code, guard: g, limits: lim, page: pager{budget: 4096, noun: "results"}, body: []byte(probeDoc)}
-		if a := q.answer(context.Background(), int64(len(probeDoc))); !acceptable(a) {
-			t.Fatalf("%q: %v/%v", filter, a.outcome, a.reason)
+		q := &queryScan{code: f.code, guard: f.guard, limits: lim, page: pager{budget: 4096, noun: "results"}, body: []byte(probeDoc)}
+		if a := q.Answer(context.Background(), int64(len(probeDoc))); !acceptable(a) {
+			t.Fatalf("%q: %v/%v", filter, a.Outcome, a.Failure)
 		}
 	})
 }
@@ -150,7 +154,7 @@ func FuzzQueryFilter(f *testing.F) {
 // itself, not the clock: a minute's time limit), and lets one within it
 // run.
 func TestQueryGuardBounds(t *testing.T) {
-	long := queryLimits{maxBytes: DefaultQueryMaxBytes, timeout: time.Minute, memory: DefaultQueryMemoryBytes}
+	long := QueryLimits{MaxBytes: testMaxBytes, Timeout: time.Minute, Memory: testMemory}
 	refused := []string{
 		`[1,[2]] | .[[2]]`, `"abc" * 1e8`, `"abc" * 1e6`, `[range(300000)] | sort`, `[range(300000)] | unique`,
 		`null | .[2000000] = 1`, `null | setpath([2000000]; 1)`, `{} | .a[1000000][1000000] = 1`,
@@ -166,8 +170,8 @@ func TestQueryGuardBounds(t *testing.T) {
 	}
 	for _, f := range refused {
 		a, tripped := runValue(t, nil, f, long)
-		if a.outcome != ViewFailed || a.reason != LimitExceeded || !tripped && f != `reduce range(20000) as $i (null; [.])` {
-			t.Errorf("%s: %v/%v (guard: %v), want the guard's limit_exceeded", f, a.outcome, a.reason, tripped)
+		if a.Outcome != Failed || a.Failure != LimitExceeded || !tripped && f != `reduce range(20000) as $i (null; [.])` {
+			t.Errorf("%s: %v/%v (guard: %v), want the guard's limit_exceeded", f, a.Outcome, a.Failure, tripped)
 		}
 	}
 	allowed := []string{
@@ -177,8 +181,8 @@ func TestQueryGuardBounds(t *testing.T) {
 		`"x" * 100000 | explode | implode | length`, `reduce range(10) as $i (3; . * .) | . > 0`,
 	}
 	for _, f := range allowed {
-		if a, tripped := runValue(t, nil, f, long); a.outcome != Resolved || tripped {
-			t.Errorf("%s: %v/%v (guard: %v), want a result", f, a.outcome, a.reason, tripped)
+		if a, tripped := runValue(t, nil, f, long); a.Outcome != Resolved || tripped {
+			t.Errorf("%s: %v/%v (guard: %v), want a result", f, a.Outcome, a.Failure, tripped)
 		}
 	}
 }
@@ -188,7 +192,7 @@ func TestQueryGuardBounds(t *testing.T) {
 func TestQueryHugeNumbers(t *testing.T) {
 	body := `{"n":` + strings.Repeat("9", 100000) + `,"m":` + strings.Repeat("7", 50) + `}`
 	a := runFilter(t, body, `.n + 1, .m + 1, (.n | floor | tostring | length)`, defaultLimits)
-	if got := string(a.body); a.outcome != Resolved || !strings.HasPrefix(got, "1.7976931348623157e+308\n"+strings.Repeat("7", 49)+"8\n") {
-		t.Fatalf("%v/%v %q", a.outcome, a.reason, got)
+	if got := string(a.Body); a.Outcome != Resolved || !strings.HasPrefix(got, "1.7976931348623157e+308\n"+strings.Repeat("7", 49)+"8\n") {
+		t.Fatalf("%v/%v %q", a.Outcome, a.Failure, got)
 	}
 }

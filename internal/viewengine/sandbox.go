@@ -1,6 +1,7 @@
-package hybridctx
+package viewengine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -80,21 +81,21 @@ func (w *rewriter) before(n any) error {
 	switch n := n.(type) {
 	case *gojq.Query:
 		if len(n.Imports) > 0 {
-			return fmt.Errorf("%w: modules (import, include) are not available in a filter", ErrInvalidRequest)
+			return errors.New("modules (import, include) are not available in a filter")
 		}
 		if n.Op == gojq.OpUpdateMul {
-			return fmt.Errorf("%w: *= is not available in a filter; write |= . * x", ErrInvalidRequest)
+			return errors.New("*= is not available in a filter; write |= . * x")
 		}
 	case *gojq.Func:
 		if what, bad := forbiddenFuncs[n.Name]; bad {
-			return fmt.Errorf("%w: %s is not available to a filter", ErrInvalidRequest, what)
+			return fmt.Errorf("%s is not available to a filter", what)
 		}
 		if strings.HasPrefix(n.Name, "_") {
-			return fmt.Errorf("%w: internal functions are not available to a filter", ErrInvalidRequest)
+			return errors.New("internal functions are not available to a filter")
 		}
 	case *gojq.FuncDef:
 		if strings.HasPrefix(n.Name, "_") {
-			return fmt.Errorf("%w: internal functions are not available to a filter", ErrInvalidRequest)
+			return errors.New("internal functions are not available to a filter")
 		}
 	case *gojq.Term:
 		if n.Type == gojq.TermTypeFormat && n.Str != nil {

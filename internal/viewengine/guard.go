@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // another process would survive that, but a library cannot start itself as
 // a child. So no step is allowed to be large: every built-in function or
 // operator that walks a value, or allocates in proportion to a number or a
-// size it is given, is replaced (see view_query_sandbox.go) by a definition
+// size it is given, is replaced (see sandbox.go) by a definition
 // that first calls the guard, which measures the arguments without
 // recursion and refuses what would exceed these bounds:
 //

@@ -1,8 +1,9 @@
-package hybridctx
+package viewengine
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -11,71 +12,51 @@ import (
 
 // searchLineCap is the most bytes of one line a search holds: a line that
 // spans chunks is matched whole up to this size; past it, the line is
-// matched in windows of this size overlapping by SearchLineBytes (plus a
+// matched in windows of this size overlapping by LineBytes (plus a
 // literal's length, so no literal match is missed; a regular expression
-// match longer than SearchLineBytes that straddles a window boundary of
+// match longer than LineBytes that straddles a window boundary of
 // such a line is not found).
 const searchLineCap = 1 << 20
 
-// Validate reports whether r is usable, compiling its pattern; the error
-// wraps ErrInvalidRequest and never repeats the pattern.
-func (r SearchRequest) Validate() error {
-	_, err := r.compile()
-	return err
-}
+// MaxPatternBytes bounds a search pattern, and a regular expression in a
+// query filter.
+const MaxPatternBytes = 1000
 
-func (r SearchRequest) compile() (*matcher, error) {
-	switch {
-	case r.Budget <= 0 || r.Skip < 0 || r.MaxMatches < 0:
-		return nil, fmt.Errorf("%w: budget must be > 0, skip and max matches >= 0", ErrInvalidRequest)
-	case r.ContextLines < 0 || r.ContextLines > MaxContextLines:
-		return nil, fmt.Errorf("%w: context lines must be 0 to %d", ErrInvalidRequest, MaxContextLines)
-	case r.Pattern == "":
-		return nil, fmt.Errorf("%w: the pattern is empty", ErrInvalidRequest)
-	case len(r.Pattern) > MaxPatternBytes:
-		return nil, fmt.Errorf("%w: the pattern is longer than %d bytes", ErrInvalidRequest, MaxPatternBytes)
+// LineBytes is the longest line a search shows whole; a longer one is cut
+// to this many bytes around its match.
+const LineBytes = 512
+
+// ErrPattern is returned by NewMatcher for a regular expression that does
+// not compile.
+var ErrPattern = errors.New("the pattern is not a valid RE2 regular expression")
+
+// NewMatcher prepares a search for pattern: a literal, or Go RE2 syntax
+// when regex is set, regardless of case when ignoreCase is set. The error
+// is ErrPattern and never repeats the pattern.
+func NewMatcher(pattern string, regex, ignoreCase bool) (*Matcher, error) {
+	if !regex && !ignoreCase {
+		return &Matcher{lit: []byte(pattern)}, nil
 	}
-	if !r.Regex && !r.IgnoreCase {
-		return &matcher{lit: []byte(r.Pattern)}, nil
+	if !regex && isASCII(pattern) {
+		return newFoldMatcher(pattern), nil
 	}
-	if !r.Regex && isASCII(r.Pattern) {
-		return newFoldMatcher(r.Pattern), nil
-	}
-	expr := r.Pattern
-	if !r.Regex {
+	expr := pattern
+	if !regex {
 		expr = regexp.QuoteMeta(expr)
 	}
-	if r.IgnoreCase {
+	if ignoreCase {
 		expr = "(?i)" + expr
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the pattern is not a valid RE2 regular expression", ErrInvalidRequest)
+		return nil, ErrPattern
 	}
-	return &matcher{re: re}, nil
+	return &Matcher{re: re}, nil
 }
 
-// Search resolves req with the search view (docs/rehydration.md): the checks of Rehydrate
-// in the same order, then the matching lines grep -n style with a summary
-// line, the whole answer at most the budget. Memory is bounded by the budget
-// plus one capped line.
-func (h *Rehydrator) Search(ctx context.Context, req SearchRequest) (*Rehydration, error) {
-	m, err := req.compile()
-	if err != nil {
-		return nil, err
-	}
-	limit := req.MaxMatches
-	if limit == 0 {
-		limit = DefaultMaxMatches
-	}
-	return h.runView(ctx, ViewSearch, req.Reference, req.Budget, func(int64) viewScanner {
-		return newSearchScan(m, int(req.ContextLines), req.Skip, limit, req.Budget)
-	})
-}
-
-// matcher finds the first match in one line: a literal (fast path), an
+// Matcher finds the first match in one line: a literal (fast path), an
 // ASCII literal regardless of case (fold), or an RE2 expression.
-type matcher struct {
+type Matcher struct {
 	lit  []byte // the literal; lower case when fold
 	fold bool
 	// anchor is the index in lit of the byte a fold search looks for
@@ -85,7 +66,8 @@ type matcher struct {
 	re     *regexp.Regexp
 }
 
-func (m *matcher) find(line []byte) int {
+// Find returns the index of the first match in line, or -1.
+func (m *Matcher) Find(line []byte) int {
 	switch {
 	case m.fold:
 		return m.indexFold(line)
@@ -111,8 +93,8 @@ func isASCII(s string) bool {
 // it anchors on a byte without case when the pattern has one (a digit or
 // punctuation: one IndexByte scan), else on its last letter (two), and
 // checks each candidate with EqualFold.
-func newFoldMatcher(p string) *matcher {
-	m := &matcher{lit: []byte(strings.ToLower(p)), fold: true, anchor: len(p) - 1}
+func newFoldMatcher(p string) *Matcher {
+	m := &Matcher{lit: []byte(strings.ToLower(p)), fold: true, anchor: len(p) - 1}
 	for i := len(p) - 1; i >= 0; i-- {
 		if c := p[i]; c != ' ' && !('a' <= c|0x20 && c|0x20 <= 'z') {
 			m.anchor = i
@@ -128,7 +110,7 @@ func newFoldMatcher(p string) *matcher {
 }
 
 // indexFold is bytes.Index regardless of ASCII case.
-func (m *matcher) indexFold(s []byte) int {
+func (m *Matcher) indexFold(s []byte) int {
 	n := len(m.lit)
 	for from := m.anchor; from < len(s); {
 		i := indexEither(s[from:], m.lo, m.up)
@@ -161,16 +143,16 @@ func indexEither(s []byte, a, b byte) int {
 
 // overlap is how many bytes of a window are kept when a long line is
 // matched in windows: enough that no literal match straddling two windows
-// is missed, and that a match found later still shows SearchLineBytes of
+// is missed, and that a match found later still shows LineBytes of
 // what precedes it.
-func (m *matcher) overlap() int {
+func (m *Matcher) overlap() int {
 	if m.re == nil {
-		return SearchLineBytes + len(m.lit) - 1
+		return LineBytes + len(m.lit) - 1
 	}
-	return SearchLineBytes
+	return LineBytes
 }
 
-// shownLine is one line as the answer shows it: at most SearchLineBytes of
+// shownLine is one line as the answer shows it: at most LineBytes of
 // its raw bytes (a window around the match of a longer line).
 type shownLine struct {
 	no      int64
@@ -181,10 +163,10 @@ type shownLine struct {
 	cutLine bool   // the window is not the whole line
 }
 
-// searchScan runs a matcher over every line, counts every matching line,
+// searchScan runs a Matcher over every line, counts every matching line,
 // and builds the answer of the matches [skip+1, skip+limit] while it fits.
 type searchScan struct {
-	m      *matcher
+	m      *Matcher
 	ctxN   int
 	skip   int64
 	limit  int64
@@ -198,7 +180,7 @@ type searchScan struct {
 	curBase  int64 // line offset of cur[0]
 	curMatch int64 // line offset of the first match, -1 none
 	curWin   shownLine
-	head     []byte // the first SearchLineBytes of a line longer than the cap
+	head     []byte // the first LineBytes of a line longer than the cap
 
 	lineCap int // searchLineCap; smaller in tests
 
@@ -209,12 +191,20 @@ type searchScan struct {
 	inItem  bool
 }
 
-func newSearchScan(m *matcher, ctxN int, skip, limit, budget int64) *searchScan {
+// NewSearch returns the scanner of the search view: the lines matching m,
+// with ctxN lines of context, the matches [skip+1, skip+limit] while the
+// answer fits budget bytes.
+func NewSearch(m *Matcher, ctxN int, skip, limit, budget int64) Scanner {
+	return newSearchScan(m, ctxN, skip, limit, budget)
+}
+
+func newSearchScan(m *Matcher, ctxN int, skip, limit, budget int64) *searchScan {
 	return &searchScan{m: m, ctxN: ctxN, skip: skip, limit: limit, line: 1, curMatch: -1, lineCap: searchLineCap,
 		fast: m.re == nil && ctxN == 0, page: pager{budget: budget, noun: "matches"}}
 }
 
-func (s *searchScan) scan(off int64, b []byte) error {
+// Scan implements Scanner.
+func (s *searchScan) Scan(off int64, b []byte) error {
 	for len(b) > 0 {
 		if len(s.cur) > 0 || s.curBase > 0 {
 			i := bytes.IndexByte(b, '\n')
@@ -229,7 +219,7 @@ func (s *searchScan) scan(off int64, b []byte) error {
 			continue
 		}
 		if s.fast && !s.inItem {
-			j := s.m.find(b)
+			j := s.m.Find(b)
 			if j < 0 {
 				// No match starts in b: pass its whole lines and carry the
 				// last, partial one (a match may straddle the chunks).
@@ -248,7 +238,7 @@ func (s *searchScan) scan(off int64, b []byte) error {
 			s.extend(b)
 			return nil
 		}
-		s.lineDone(b[:i], off, s.m.find(b[:i]))
+		s.lineDone(b[:i], off, s.m.Find(b[:i]))
 		off += int64(i + 1)
 		b = b[i+1:]
 	}
@@ -285,10 +275,10 @@ func (s *searchScan) extend(b []byte) {
 // only the overlap.
 func (s *searchScan) slide() {
 	if s.curBase == 0 {
-		s.head = append(s.head[:0], s.cur[:min(len(s.cur), SearchLineBytes)]...)
+		s.head = append(s.head[:0], s.cur[:min(len(s.cur), LineBytes)]...)
 	}
 	if s.curMatch < 0 {
-		if j := s.m.find(s.cur); j >= 0 {
+		if j := s.m.Find(s.cur); j >= 0 {
 			s.curMatch = s.curBase + int64(j)
 			s.curWin = s.window(s.cur, s.curBase, s.curMatch, -1)
 			s.curWin.win = append([]byte(nil), s.curWin.win...)
@@ -311,10 +301,10 @@ func (s *searchScan) slide() {
 func (s *searchScan) endCarried() {
 	length := s.curBase + int64(len(s.cur))
 	if s.curBase == 0 {
-		s.lineDone(s.cur, s.lstart, s.m.find(s.cur))
+		s.lineDone(s.cur, s.lstart, s.m.Find(s.cur))
 	} else {
 		if s.curMatch < 0 {
-			if j := s.m.find(s.cur); j >= 0 {
+			if j := s.m.Find(s.cur); j >= 0 {
 				s.curMatch = s.curBase + int64(j)
 				s.curWin = s.window(s.cur, s.curBase, s.curMatch, -1)
 			}
@@ -344,17 +334,17 @@ func (s *searchScan) lineDone(line []byte, off int64, at int) {
 }
 
 // window cuts line (whose first byte is at line offset base) to at most
-// SearchLineBytes raw bytes around at (or from its start when at < 0).
+// LineBytes raw bytes around at (or from its start when at < 0).
 // length < 0 means the line's length is not known yet. winOff is the line
 // offset of the window.
 func (s *searchScan) window(line []byte, base, at, length int64) shownLine {
 	sl := shownLine{length: length}
 	from := int64(0)
 	if at >= 0 {
-		from = max(0, at-base-SearchLineBytes/4)
+		from = max(0, at-base-LineBytes/4)
 	}
-	to := min(int64(len(line)), from+SearchLineBytes)
-	from = max(0, min(from, to-SearchLineBytes))
+	to := min(int64(len(line)), from+LineBytes)
+	from = max(0, min(from, to-LineBytes))
 	sl.win = line[from:to] // borrowed: copied where it is kept
 	sl.winOff = base + from
 	sl.cutLine = to-from < int64(len(line)) || base > 0
@@ -435,7 +425,8 @@ func (s *searchScan) closeItem() {
 	s.page.offer(s.item)
 }
 
-func (s *searchScan) answer(_ context.Context, _ int64) viewAnswer {
+// Answer implements Scanner.
+func (s *searchScan) Answer(_ context.Context, _ int64) Answer {
 	if len(s.cur) > 0 || s.curBase > 0 {
 		s.endCarried()
 	}

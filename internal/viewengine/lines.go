@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import (
 	"bytes"
@@ -28,7 +28,9 @@ type linesScan struct {
 	cutLine   int64
 }
 
-func newLinesScan(start, count, budget int64) *linesScan {
+// NewLines returns the scanner of the lines view: count lines from start
+// (1-based), as many whole ones as fit budget bytes.
+func NewLines(start, count, budget int64) Scanner {
 	end := start + count
 	if end < start { // overflow: to the end of the body
 		end = math.MaxInt64
@@ -36,7 +38,8 @@ func newLinesScan(start, count, budget int64) *linesScan {
 	return &linesScan{start: start, end: end, budget: budget, line: 1, firstOff: -1}
 }
 
-func (s *linesScan) scan(off int64, b []byte) error {
+// Scan implements Scanner.
+func (s *linesScan) Scan(off int64, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
@@ -113,7 +116,8 @@ func (s *linesScan) newLine(next int64) {
 	s.lineStart = next
 }
 
-func (s *linesScan) answer(_ context.Context, _ int64) viewAnswer {
+// Answer implements Scanner.
+func (s *linesScan) Answer(_ context.Context, _ int64) Answer {
 	total := s.lfs
 	if s.size > 0 && !s.lastLF {
 		total++
@@ -124,7 +128,7 @@ func (s *linesScan) answer(_ context.Context, _ int64) viewAnswer {
 	p := Page{Total: total, First: s.start}
 	if s.cut && s.committed == 0 {
 		p.LineOffset, p.LineLength = s.firstOff, s.startLen
-		return viewAnswer{outcome: OverBudget, reason: BudgetExceeded, observed: s.startLen, page: p}
+		return Answer{Outcome: OverBudget, Observed: s.startLen, Page: p}
 	}
 	last := min(s.end, total+1) // first line not returned
 	if s.cut {
@@ -136,5 +140,5 @@ func (s *linesScan) answer(_ context.Context, _ int64) viewAnswer {
 		off = s.size
 	}
 	body := s.buf[:s.committed:s.committed]
-	return viewAnswer{outcome: Resolved, reason: DigestVerified, body: body, offset: off, observed: int64(len(body)), page: p}
+	return Answer{Outcome: Resolved, Body: body, Offset: off, Observed: int64(len(body)), Page: p}
 }

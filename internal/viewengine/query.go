@@ -1,28 +1,26 @@
-package hybridctx
+package viewengine
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"reflect"
 	"runtime/metrics"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/itchyny/gojq"
 )
 
 // The query sandbox. A filter is parsed, checked and rewritten before it
-// runs (view_query_sandbox.go): the environment ($ENV, env), other inputs
+// runs (sandbox.go): the environment ($ENV, env), other inputs
 // (input, inputs), debug output (debug, stderr), input metadata, module
 // imports and gojq's internal functions (names starting with "_") are
 // refused as argument errors, and every step that could be large goes
-// through the guard (view_query_guard.go, view_query_prelude.go). At run
+// through the guard (guard.go, prelude.go). At run
 // time a query is stopped with view_failed/limit_exceeded when it runs
 // longer than its time limit, when the heap grows by more than a third of
 // its memory bound (sampled every memorySampleEvery; a third, so that the
@@ -35,25 +33,20 @@ const (
 	memorySampleEvery = 2 * time.Millisecond
 )
 
-// Validate reports whether r is usable, parsing and checking its filter;
-// the error wraps ErrInvalidRequest and never repeats the filter.
-func (r QueryRequest) Validate() error {
-	_, err := r.compile(newGuard(DefaultQueryMemoryBytes))
-	return err
+// Filter is a jq filter parsed, checked and rewritten onto the guarded
+// prelude, ready to run over a body (NewQuery).
+type Filter struct {
+	code  *gojq.Code
+	guard *guard
 }
 
-func (r QueryRequest) compile(g *guard) (*gojq.Code, error) {
-	switch {
-	case r.Budget <= 0 || r.Skip < 0:
-		return nil, fmt.Errorf("%w: budget must be > 0, skip >= 0", ErrInvalidRequest)
-	case strings.TrimSpace(r.Filter) == "":
-		return nil, fmt.Errorf("%w: the filter is empty", ErrInvalidRequest)
-	case len(r.Filter) > MaxFilterBytes:
-		return nil, fmt.Errorf("%w: the filter is longer than %d bytes", ErrInvalidRequest, MaxFilterBytes)
-	}
-	q, err := gojq.Parse(r.Filter)
+// CompileFilter parses, checks and rewrites filter; memory is how much the
+// heap may grow while it runs. The error never repeats the filter.
+func CompileFilter(filter string, memory int64) (*Filter, error) {
+	g := newGuard(memory)
+	q, err := gojq.Parse(filter)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the filter is not valid jq syntax", ErrInvalidRequest)
+		return nil, errors.New("the filter is not valid jq syntax")
 	}
 	w := &rewriter{format: map[*gojq.String]string{}}
 	if err := w.walk(reflect.ValueOf(q)); err != nil {
@@ -67,39 +60,33 @@ func (r QueryRequest) compile(g *guard) (*gojq.Code, error) {
 	code, err := gojq.Compile(q, append(g.options(),
 		gojq.WithEnvironLoader(func() []string { return nil }))...)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the filter does not compile (unknown function or variable?)", ErrInvalidRequest)
+		return nil, errors.New("the filter does not compile (unknown function or variable?)")
 	}
-	return code, nil
+	return &Filter{code: code, guard: g}, nil
 }
 
-// Query resolves req with the query view (docs/rehydration.md): the checks of Rehydrate in
-// the same order, then the filter's results as compact JSON, one per line,
-// paged with skip and ended by a summary line, the whole answer at most the
-// budget. The body is held parsed while the filter runs; a body larger than
-// the query size limit is view_failed/limit_exceeded.
-func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration, error) {
-	g := newGuard(h.query.memory)
-	code, err := req.compile(g)
-	if err != nil {
-		return nil, err
+// NewQuery returns the scanner of the query view: f's results over a body
+// of size bytes as compact JSON, one per line, from the result skip+1 while
+// the answer fits budget bytes, within lim. A Filter runs once.
+func NewQuery(f *Filter, skip, budget, size int64, lim QueryLimits) Scanner {
+	q := &queryScan{code: f.code, guard: f.guard, skip: skip, limits: lim,
+		page: pager{budget: budget, noun: "results"}}
+	if size <= lim.MaxBytes {
+		q.body = make([]byte, 0, size)
+	} else {
+		q.tooLarge = true
 	}
-	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewScanner {
-		q := &queryScan{code: code, guard: g, skip: req.Skip, limits: h.query,
-			page: pager{budget: req.Budget, noun: "results"}}
-		if size <= h.query.maxBytes {
-			q.body = make([]byte, 0, size)
-		} else {
-			q.tooLarge = true
-		}
-		return q
-	})
+	return q
 }
 
-// queryLimits are a Rehydrator's query bounds.
-type queryLimits struct {
-	maxBytes int64
-	timeout  time.Duration
-	memory   int64
+// QueryLimits bound a query's run.
+type QueryLimits struct {
+	// MaxBytes is the largest body a query parses.
+	MaxBytes int64
+	// Timeout is the time limit of one run.
+	Timeout time.Duration
+	// Memory is how much the heap may grow while it runs.
+	Memory int64
 }
 
 // queryScan keeps the body (at most the query size limit) and runs the
@@ -108,22 +95,24 @@ type queryScan struct {
 	code     *gojq.Code
 	guard    *guard
 	skip     int64
-	limits   queryLimits
+	limits   QueryLimits
 	page     pager
 	body     []byte
 	tooLarge bool
 }
 
-func (q *queryScan) scan(_ int64, b []byte) error {
+// Scan implements Scanner.
+func (q *queryScan) Scan(_ int64, b []byte) error {
 	if !q.tooLarge {
 		q.body = append(q.body, b...)
 	}
 	return nil
 }
 
-func failed(r Reason) viewAnswer { return viewAnswer{outcome: ViewFailed, reason: r} }
+func failed(r Failure) Answer { return Answer{Outcome: Failed, Failure: r} }
 
-func (q *queryScan) answer(ctx context.Context, _ int64) viewAnswer {
+// Answer implements Scanner.
+func (q *queryScan) Answer(ctx context.Context, _ int64) Answer {
 	if q.tooLarge {
 		return failed(LimitExceeded)
 	}
@@ -139,13 +128,13 @@ func (q *queryScan) answer(ctx context.Context, _ int64) viewAnswer {
 }
 
 // run runs the filter over the documents within the query's bounds.
-func (q *queryScan) run(ctx context.Context, inputs []any) viewAnswer {
+func (q *queryScan) run(ctx context.Context, inputs []any) Answer {
 	base, stopRun := context.WithCancelCause(ctx)
 	defer stopRun(nil)
-	run, cancel := context.WithTimeoutCause(base, q.limits.timeout, errQueryLimit)
+	run, cancel := context.WithTimeoutCause(base, q.limits.Timeout, errQueryLimit)
 	defer cancel()
 	q.guard.cancel = stopRun
-	stop := watchHeap(run, q.limits.memory/3, func() { stopRun(errQueryLimit) })
+	stop := watchHeap(run, q.limits.Memory/3, func() { stopRun(errQueryLimit) })
 	defer stop()
 	var enc []byte
 	for _, in := range inputs {

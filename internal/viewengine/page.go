@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import "strconv"
 
@@ -76,7 +76,7 @@ func (p *pager) counts(skip int64, shown int) []byte {
 
 // answer ends the page: it drops the last items until the summary fits,
 // and refuses (over_budget) only when not even the first item would fit.
-func (p *pager) answer(skip int64) viewAnswer {
+func (p *pager) answer(skip int64) Answer {
 	shown := len(p.ends)
 	sum := p.summary(skip, shown)
 	for shown > 0 && int64(p.ends[shown-1]+len(sum)) > p.budget {
@@ -93,7 +93,7 @@ func (p *pager) answer(skip int64) viewAnswer {
 			smallest = int64(p.firstLen + len(p.summary(skip, 1)))
 		}
 		page.Next = 0
-		return viewAnswer{outcome: OverBudget, reason: BudgetExceeded, observed: smallest, page: page}
+		return Answer{Outcome: OverBudget, Observed: smallest, Page: page}
 	}
 	body := p.buf[:0]
 	if shown > 0 {
@@ -101,5 +101,5 @@ func (p *pager) answer(skip int64) viewAnswer {
 	}
 	page.ItemBytes, page.Summary = int64(len(body)), string(p.counts(skip, shown))
 	body = append(body, sum...)
-	return viewAnswer{outcome: Resolved, reason: DigestVerified, body: body, observed: int64(len(body)), page: page}
+	return Answer{Outcome: Resolved, Body: body, Observed: int64(len(body)), Page: page}
 }

@@ -1,6 +1,6 @@
 //go:build !race
 
-package hybridctx
+package viewengine
 
 // queryRace reports a -race build, whose memory figures mean nothing.
 const queryRace = false

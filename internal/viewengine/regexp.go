@@ -1,4 +1,4 @@
-package hybridctx
+package viewengine
 
 import (
 	"regexp"
