@@ -2,7 +2,10 @@ package hybridctx
 
 import (
 	"fmt"
+	"math"
+	mbits "math/bits"
 	"strings"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -117,4 +120,45 @@ func (p Policy) overTokens(b []byte, s string, isStr bool) bool {
 		s = unsafe.String(unsafe.SliceData(b), len(b)) // read only, not kept
 	}
 	return p.Tokenizer.CountTokens(s) > p.ThresholdTokens
+}
+
+// NoticeTokenPrefix is the most bytes of a body a notice's token count
+// reads: a body up to this size is counted whole, a larger one from its
+// first NoticeTokenPrefix bytes (cut back to a UTF-8 boundary), scaled by
+// its size, so a notice costs at most one 64 KiB count whatever the body's
+// size. See docs/history.md, "Tokens".
+const NoticeTokenPrefix = 64 << 10
+
+// noticeTokens returns the "≈N tokens" a notice shows for a body of size
+// bytes that begins with head (the whole body when it is that short, and
+// at least its first NoticeTokenPrefix bytes otherwise), or 0 when the
+// policy has no Tokenizer. It depends only on the body and the policy.
+func (p Policy) noticeTokens(head []byte, size int64) int64 {
+	if p.Tokenizer == nil || size <= 0 {
+		return 0
+	}
+	if size <= NoticeTokenPrefix && int64(len(head)) >= size {
+		return p.Tokenizer.CountTokens(unsafe.String(unsafe.SliceData(head), int(size)))
+	}
+	cut := min(len(head), NoticeTokenPrefix)
+	for k := cut; k > cut-utf8.UTFMax && k > 0; k-- {
+		if utf8.RuneStart(head[k-1]) { // the last rune starts at k-1
+			if utf8.FullRune(head[k-1 : cut]) {
+				break
+			}
+			cut = k - 1
+			break
+		}
+	}
+	if cut <= 0 {
+		return (size + 3) / 4 // no head to count: the estimate
+	}
+	c := p.Tokenizer.CountTokens(unsafe.String(unsafe.SliceData(head), cut))
+	// c × size / cut, rounded up, without overflow: c ≤ cut < 2^17.
+	hi, lo := mbits.Mul64(uint64(c), uint64(size))
+	q, r := mbits.Div64(hi, lo, uint64(cut))
+	if r > 0 {
+		q++
+	}
+	return int64(min(q, math.MaxInt64))
 }
