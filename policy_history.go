@@ -123,7 +123,8 @@ func (p Policy) overTokens(b []byte, s string, isStr bool) bool {
 }
 
 // NoticeTokenPrefix is the most bytes of a body a notice's token count
-// reads: a body up to this size is counted whole, a larger one from its
+// reads (EstimateTokens reads none: its count is the size's): a body up to
+// this size is counted whole, a larger one from its
 // first NoticeTokenPrefix bytes (cut back to a UTF-8 boundary), scaled by
 // its size, so a notice costs at most one 64 KiB count whatever the body's
 // size. See docs/history.md, "Tokens".
@@ -136,6 +137,9 @@ const NoticeTokenPrefix = 64 << 10
 func (p Policy) noticeTokens(head []byte, size int64) int64 {
 	if p.Tokenizer == nil || size <= 0 {
 		return 0
+	}
+	if _, ok := p.Tokenizer.(EstimateTokens); ok {
+		return (size + 3) / 4 // exact from the size alone, whatever the size
 	}
 	if size <= NoticeTokenPrefix && int64(len(head)) >= size {
 		return p.Tokenizer.CountTokens(unsafe.String(unsafe.SliceData(head), int(size)))
