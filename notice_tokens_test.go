@@ -3,6 +3,8 @@ package hybridctx_test
 import (
 	"bytes"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -155,6 +157,33 @@ func BenchmarkOffloadTokens(b *testing.B) {
 					_ = e.store.DeleteBody(e.ctx, out.Ref)
 				}
 			})
+		}
+	}
+}
+
+// TestNoticeTokensParse: every golden notice, with and without ≈tokens,
+// is a notice of a stored result to ParseStoredText (which the history
+// compactor and the adapters rely on); a malformed token count is not.
+func TestNoticeTokensParse(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "notice", "*.golden"))
+	if err != nil || len(files) < 12 {
+		t.Fatalf("%d golden notices, %v", len(files), err)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, ok := hybridctx.ParseStoredText(string(b))
+		if !ok || st.Masked || st.Size <= 0 || st.Lines <= 0 || st.Kind == "" {
+			t.Errorf("%s: %+v, %v", f, st, ok)
+		}
+	}
+	b, _ := os.ReadFile(filepath.Join("testdata", "notice", "text-tokens.golden"))
+	for _, bad := range []string{"≈x tokens, ", "≈12 token, ", "≈ tokens, ", "≈12 tokens "} {
+		text := strings.Replace(string(b), "≈4122 tokens, ", bad, 1)
+		if _, ok := hybridctx.ParseStoredText(text); ok || text == string(b) {
+			t.Errorf("%q parsed", bad)
 		}
 	}
 }
