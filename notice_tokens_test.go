@@ -65,10 +65,11 @@ func TestNoticeTokensCount(t *testing.T) {
 // on line 2, for bytes and a stream of it, and stays within MaxNoticeLen;
 // a policy without a tokenizer shows none.
 func TestNoticeTokensLine(t *testing.T) {
-	body := tokenLogBody(20000)
+	body := tokenLogBody(hybridctx.NoticeTokenPrefix) // counted whole
+	size := len(body)
 	for _, p := range []hybridctx.Policy{{Tokenizer: o200k}, {}} {
 		e := newEnv(t, 1)
-		p.InlineThreshold = 4096
+		p.InlineThreshold = 1024
 		off, err := hybridctx.NewOffloader(e.bind, p, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -79,9 +80,9 @@ func TestNoticeTokensLine(t *testing.T) {
 			t.Fatalf("%v; %d bytes, streamed %q, bytes %q", err, len(got), streamed.Notice, got)
 		}
 		line2 := strings.Split(got, "\n")[1]
-		want := fmt.Sprintf("20000 bytes, ≈%d tokens, ", o200k.CountTokens(string(body)))
+		want := fmt.Sprintf("%d bytes, ≈%d tokens, ", size, o200k.CountTokens(string(body)))
 		if p.Tokenizer == nil {
-			want = "20000 bytes, "
+			want = fmt.Sprintf("%d bytes, ", size)
 			if strings.Contains(got, "tokens") {
 				t.Errorf("tokens without a tokenizer: %q", line2)
 			}
