@@ -88,10 +88,17 @@ func TestMCPResultThresholdTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tk := range []string{"estimate", "o200k_base"} {
+	for _, flags := range [][]string{
 		// Byte bounds far above the token bound: the token bound governs.
-		r := startMCP(t, nil, "mcp", "--workspace", "mem://", "--threshold", "1000000", "--result-threshold", "10000000",
-			"--result-threshold-tokens", "25000", "--tokenizer", tk, "--", bin)
+		{"--threshold", "1000000", "--result-threshold", "10000000", "--tokenizer", "estimate"},
+		{"--threshold", "1000000", "--result-threshold", "10000000", "--tokenizer", "o200k_base"},
+		// The default threshold: the 2 MB block is streamed into the
+		// workspace as it arrives.
+		{"--tokenizer", "o200k_base"},
+	} {
+		tk := strings.Join(flags, " ")
+		args := append(append([]string{"mcp", "--workspace", "mem://", "--result-threshold-tokens", "25000"}, flags...), "--", bin)
+		r := startMCP(t, nil, args...)
 		for _, c := range []struct {
 			tool string
 			args map[string]any
@@ -108,6 +115,9 @@ func TestMCPResultThresholdTokens(t *testing.T) {
 			est, exact := hybridctx.EstimateTokens{}.CountTokens(sent), o200k.CountTokens(sent)
 			if est >= 25000 || exact >= 25000 || res.IsError {
 				t.Errorf("%s: %s %v: %d bytes, ≈%d tokens (o200k_base %d) reach the client", tk, c.tool, c.args, len(sent), est, exact)
+			}
+			if c.tool == "cat" && !strings.Contains(firstText(res), " tokens, ") {
+				t.Errorf("%s: the notice has no token count: %q", tk, firstText(res))
 			}
 			t.Logf("%s: %s %v: %d bytes, ≈%d tokens (o200k_base %d)", tk, c.tool, c.args, len(sent), est, exact)
 		}
