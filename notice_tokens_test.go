@@ -188,3 +188,35 @@ func TestNoticeTokensParse(t *testing.T) {
 		}
 	}
 }
+
+// FuzzNoticeTokens: for any body, the notice under o200k_base is the same
+// for bytes and a stream, within MaxNoticeLen, shows a token count, and
+// reads back through ParseStoredText with the body's size.
+func FuzzNoticeTokens(f *testing.F) {
+	f.Add([]byte("hello, world\n"), uint16(0))
+	f.Add([]byte("é"), uint16(hybridctx.NoticeTokenPrefix-1))
+	f.Add([]byte{0xff, 0xfe, 0}, uint16(5000))
+	f.Add([]byte(`{"a": [1, 2, 3]}`), uint16(100))
+	e := newEnv(f, 1)
+	off, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 1, Tokenizer: o200k}, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, seed []byte, pad uint16) {
+		// pad bytes of filler before the seed put it anywhere around the
+		// counted prefix's end.
+		body := append(bytes.Repeat([]byte("a"), int(pad)), seed...)
+		if len(body) < 2 {
+			return
+		}
+		got := mustOffload(t, off, e.ctx, body).Notice
+		streamed, err := off.OffloadReader(e.ctx, hybridctx.Call{Tool: "tool", ID: "call"}, bytes.NewReader(body))
+		if err != nil || streamed.Notice != got {
+			t.Fatalf("%v: bytes %q, stream %q", err, got, streamed.Notice)
+		}
+		st, ok := hybridctx.ParseStoredText(got)
+		if len(got) > hybridctx.MaxNoticeLen || !ok || st.Size != int64(len(body)) || !strings.Contains(got, " tokens, ") {
+			t.Fatalf("%d bytes, parsed %+v %v: %q", len(got), st, ok, got)
+		}
+	})
+}
