@@ -92,7 +92,8 @@ type StoredText struct {
 
 // ParseStoredText reports whether text is a notice of a stored result (docs/offload.md)
 // or a mask, and what it says: its first line is a canonical reference and
-// its second begins "<N> bytes, <L> lines, <kind>" (or, for the mask of a
+// its second begins "<N> bytes, <L> lines, <kind>" ("<N> bytes, ≈<T> tokens,
+// <L> lines, <kind>" under a policy with a Tokenizer; or, for the mask of a
 // recovered segment, "<N> bytes at offset <O>, <kind>"). Adapters use it to
 // tell a notice from an inline result in a history they did not build.
 func ParseStoredText(text string) (StoredText, bool) {
@@ -119,7 +120,14 @@ func ParseStoredText(text string) (StoredText, bool) {
 		}
 		st.Masked = true
 	case strings.HasPrefix(line, " bytes, "):
-		if st.Lines, line, ok = leadingInt(line[len(" bytes, "):]); !ok || !strings.HasPrefix(line, " lines") {
+		line = line[len(" bytes, "):]
+		if strings.HasPrefix(line, "≈") { // a policy with a Tokenizer: "≈<T> tokens, "
+			if _, line, ok = leadingInt(line[len("≈"):]); !ok || !strings.HasPrefix(line, " tokens, ") {
+				return StoredText{}, false
+			}
+			line = line[len(" tokens, "):]
+		}
+		if st.Lines, line, ok = leadingInt(line); !ok || !strings.HasPrefix(line, " lines") {
 			return StoredText{}, false
 		}
 		line = line[len(" lines"):]

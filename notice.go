@@ -32,6 +32,7 @@ type stored struct {
 	size, lines int64
 	kind        string
 	shape       []byte // the outline of a JSON body, or nil
+	tokens      int64  // the body's tokens with the policy's Tokenizer; 0 without
 }
 
 // storedNotice renders the notice of an offloaded or existing result into
@@ -41,7 +42,7 @@ type stored struct {
 // stable), and it is at most MaxNoticeLen bytes:
 //
 //	artifact://sha256/<hex>
-//	<N> bytes, <L> lines, <kind>; stored outside this conversation.
+//	<N> bytes, [≈<T> tokens, ]<L> lines, <kind>; stored outside this conversation.
 //	<the call that fits the kind>
 //	shape: <outline>                     (json only)
 //
@@ -50,8 +51,9 @@ type stored struct {
 // lines (named without its arguments when the tool names are so long that
 // the call would not fit); for JSON, query_artifact with a "filter" to fill
 // in, and line 4 the document's outline, cut to the room left (shapeRoom);
-// for binary, read_artifact's first byte range. See docs/offload.md, "The
-// notice".
+// for binary, read_artifact's first byte range. Line 2 has the body's
+// tokens when the policy has a Tokenizer (Policy.noticeTokens). See
+// docs/offload.md, "The notice".
 func storedNotice(buf *[noticeBuf]byte, f *stored, p Policy) string {
 	b := appendNoticeHead(buf[:0], f, p)
 	if len(f.shape) > 0 && len(b)+1+len(shapePrefix)+len(f.shape) <= MaxNoticeLen {
@@ -63,14 +65,33 @@ func storedNotice(buf *[noticeBuf]byte, f *stored, p Policy) string {
 	return unsafe.String(&b[0], len(b))
 }
 
-// appendNoticeHead appends the notice's first three lines.
+// appendNoticeHead appends the notice's first three lines; the token
+// count only when they fit MaxNoticeLen with it (at the largest sizes and
+// the longest tool names they may not).
 func appendNoticeHead(b []byte, f *stored, p Policy) []byte {
+	start := len(b)
+	out := appendNoticeLines(b, f, p)
+	if f.tokens > 0 && len(out)-start > MaxNoticeLen {
+		g := *f
+		g.tokens = 0
+		return appendNoticeLines(out[:start], &g, p)
+	}
+	return out
+}
+
+// appendNoticeLines appends the notice's first three lines as f says.
+func appendNoticeLines(b []byte, f *stored, p Policy) []byte {
 	start := len(b)
 	b = f.ref.AppendString(b)
 	ref := b[start:] // the other references copy the first: one hex encoding
 	b = append(b, '\n')
 	b = strconv.AppendInt(b, f.size, 10)
 	b = append(b, " bytes, "...)
+	if f.tokens > 0 {
+		b = append(b, "≈"...)
+		b = strconv.AppendInt(b, f.tokens, 10)
+		b = append(b, " tokens, "...)
+	}
 	b = strconv.AppendInt(b, f.lines, 10)
 	b = append(b, " lines, "...)
 	b = append(b, f.kind...)

@@ -12,6 +12,13 @@ import (
 	"unicode/utf8"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/tokenizer/bpe"
+)
+
+// The BPE tokenizers the notice tests count with.
+var (
+	o200k, _  = bpe.New(bpe.O200kBase)
+	cl100k, _ = bpe.New(bpe.Cl100kBase)
 )
 
 var updateNotices = flag.Bool("update-notices", false, "rewrite testdata/notice/*.golden from the notices built now")
@@ -69,6 +76,8 @@ func noticeCases() []struct {
 		{"json-long-names", longNames, wide.Bytes()},
 		{"binary-long-names", longNames, binary},
 		{"json-preview", hybridctx.Policy{PreviewBytes: 200}, records.Bytes()},
+		{"text-tokens", hybridctx.Policy{Tokenizer: hybridctx.EstimateTokens{}}, logText.Bytes()},
+		{"json-prefix-tokens", hybridctx.Policy{Tokenizer: o200k}, records.Bytes()},
 	}
 }
 

@@ -18,6 +18,9 @@ import (
 // and is not small, overlaps its hash on a goroutine of its own; a smaller
 // one is classified here, first, by a classifier that stays on the stack.
 func (st *storing) digestBytes(ctx context.Context) error {
+	if !st.mask {
+		st.tokens = st.o.policy.noticeTokens(st.bytes, int64(len(st.bytes)))
+	}
 	if n := len(st.bytes); n >= overlapMin || n >= overlapJSONMin && classify.MayBeJSON(st.bytes) {
 		ob := new(observed)
 		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: ob})
@@ -69,7 +72,7 @@ func (st *storing) digested(p *workspace.Pending, ob *observed, err error) error
 
 // facts is what the notice says of the body.
 func (st *storing) facts() *stored {
-	return &stored{ref: st.ref, size: st.size, lines: st.lines, kind: st.kind, shape: st.shapeBuf[:st.shapeLen]}
+	return &stored{ref: st.ref, size: st.size, lines: st.lines, kind: st.kind, shape: st.shapeBuf[:st.shapeLen], tokens: st.tokens}
 }
 
 // storing carries one oversized result through step 5 of docs/offload.md.
@@ -80,7 +83,8 @@ type storing struct {
 	size     int64
 	kind     string
 	lines    int64
-	shapeLen int // the outline of a JSON body: shapeBuf[:shapeLen]
+	tokens   int64 // the notice's token count (Policy.noticeTokens)
+	shapeLen int   // the outline of a JSON body: shapeBuf[:shapeLen]
 	shapeBuf [classify.MaxShapeLen]byte
 
 	bytes   []byte             // byte input; nil for a stream
@@ -286,6 +290,9 @@ func (st *storing) ingest(ctx context.Context, r io.Reader, limit int64) (*Offlo
 	ob := new(observed)
 	src := &countingReader{r: r}
 	st.head = &previewTap{next: ob, max: int(o.policy.PreviewBytes)}
+	if o.policy.Tokenizer != nil {
+		st.head.max = max(st.head.max, NoticeTokenPrefix)
+	}
 	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: st.head})
 	// Bytes were consumed from r before the workspace saw any, so a write
 	// that failed early has still read at least st.read bytes.
@@ -303,6 +310,7 @@ func (st *storing) ingest(ctx context.Context, r io.Reader, limit int64) (*Offlo
 	default:
 		return st.result(ctx, Failed, WorkspaceWriteFailed)
 	}
+	st.tokens = o.policy.noticeTokens(st.head.buf, st.size) // before the shape's room
 	if err := st.digested(p, ob, nil); err != nil {
 		return st.abort(err)
 	}

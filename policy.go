@@ -67,6 +67,13 @@ type Policy struct {
 	// InlineThreshold bytes whose Tokenizer count is over it: a result stays
 	// inline only within both bounds. It needs a Tokenizer.
 	ThresholdTokens int64
+	// ResultThresholdTokens, when > 0, bounds one result of several parts
+	// in tokens as well as ResultThreshold bounds it in bytes: the bound is
+	// checked on the bytes a result sends, so it applies as the largest
+	// byte count that can hold no more tokens (ResultTokenBytes), and
+	// ResultBound is the smaller of the two. It needs a Tokenizer. See
+	// docs/history.md, "Tokens".
+	ResultThresholdTokens int64
 }
 
 // DefaultResultThresholdFactor gives Policy.ResultThreshold when it is zero:
@@ -90,6 +97,9 @@ func (p Policy) Validate() error {
 	if p.ThresholdTokens < 0 || p.ThresholdTokens > 0 && p.Tokenizer == nil {
 		return fmt.Errorf("%w: a token threshold must be >= 0 and needs a tokenizer", ErrInvalidPolicy)
 	}
+	if p.ResultThresholdTokens < 0 || p.ResultThresholdTokens > 0 && p.Tokenizer == nil {
+		return fmt.Errorf("%w: a result token threshold must be >= 0 and needs a tokenizer", ErrInvalidPolicy)
+	}
 	if err := p.History.validate(); err != nil {
 		return err
 	}
@@ -107,16 +117,39 @@ func (p Policy) Validate() error {
 	return p.validateRetrieval()
 }
 
-// ResultBound returns the whole-result bound: ResultThreshold, or
-// DefaultResultThresholdFactor × InlineThreshold when that is zero.
+// ResultBound returns the whole-result bound in bytes: ResultThreshold, or
+// DefaultResultThresholdFactor × InlineThreshold when that is zero; with
+// ResultThresholdTokens, the smaller of that and ResultTokenBytes.
 func (p Policy) ResultBound() int64 {
-	if p.ResultThreshold > 0 {
-		return p.ResultThreshold
+	bound := int64(math.MaxInt64)
+	switch {
+	case p.ResultThreshold > 0:
+		bound = p.ResultThreshold
+	case p.InlineThreshold <= math.MaxInt64/DefaultResultThresholdFactor:
+		bound = DefaultResultThresholdFactor * p.InlineThreshold
 	}
-	if p.InlineThreshold > math.MaxInt64/DefaultResultThresholdFactor {
-		return math.MaxInt64
+	if t := p.ResultTokenBytes(); t > 0 {
+		bound = min(bound, t)
 	}
-	return DefaultResultThresholdFactor * p.InlineThreshold
+	return bound
+}
+
+// ResultTokenBytes returns the most bytes a result may send and still be
+// sure to hold at most ResultThresholdTokens tokens, or 0 when there is no
+// token bound. Under EstimateTokens (one token per four bytes, rounded up)
+// that is exactly 4 × the bound. Under any other tokenizer it is the bound
+// itself: a BPE token stands for at least one byte, so N bytes are never
+// more than N tokens (a conservative bound: typical text runs three to
+// four bytes a token). See docs/history.md, "Tokens".
+func (p Policy) ResultTokenBytes() int64 {
+	n := p.ResultThresholdTokens
+	if n <= 0 || p.Tokenizer == nil {
+		return 0
+	}
+	if _, ok := p.Tokenizer.(EstimateTokens); ok && n <= math.MaxInt64/4 {
+		return 4 * n
+	}
+	return n
 }
 
 // OverResultBound applies the whole-result bound of docs/mcp-proxy.md to the sizes

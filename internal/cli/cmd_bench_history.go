@@ -5,9 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/internal/workload"
-	"github.com/hybridctx/hybridctx/tokenizer/bpe"
 )
 
 // benchHistoryLong is the part of bench's help about --history.
@@ -29,7 +27,7 @@ invalidation 1.25 again), the prefix invalidations, the results masked or
 cleared, the masked results read back byte-exact through read_artifact, and
 one question per masked result answered through the read tools (calls and
 bytes at p95). Cleared results can be neither read back nor asked about.
---tokenizer o200k_base or cl100k_base (or bytes/4) weighs the history in
+--tokenizer o200k_base or cl100k_base (or estimate: bytes/4) weighs the history in
 tokens, and the budget is then in tokens.
 `
 
@@ -50,23 +48,8 @@ func addHistoryFlags(cmd *cobra.Command, o *historyFlags) {
 	f.Int64Var(&o.budget, "history-budget", workload.DefaultHistoryBudget, "--history: tool content a history may hold, bytes or tokens (> 0)")
 	f.Int64Var(&o.lowWater, "low-water", workload.DefaultHistoryLow, "--history: what a compaction step brings the tool content down to (> 0, <= budget)")
 	f.IntVar(&o.keepRecent, "keep-recent", workload.DefaultKeepRecent, "--history: most recent results never masked (>= 0)")
-	f.StringVar(&o.tokenizer, "tokenizer", "", "--history: weigh in tokens: bytes/4, o200k_base or cl100k_base")
+	f.StringVar(&o.tokenizer, "tokenizer", "", "--history: weigh in tokens: "+tokenizerNames)
 	cmd.Long += benchHistoryLong
-}
-
-// historyTokenizer returns the tokenizer --tokenizer names, or nil.
-func historyTokenizer(name string) (hybridctx.Tokenizer, error) {
-	switch name {
-	case "":
-		return nil, nil
-	case "bytes/4":
-		return hybridctx.EstimateTokens{}, nil
-	}
-	t, err := bpe.New(name)
-	if err != nil {
-		return nil, usagef("--tokenizer: %v", err)
-	}
-	return t, nil
 }
 
 // benchHistoryJSON is the output of bench --history.
@@ -97,7 +80,7 @@ func (a *app) benchHistory(cmd *cobra.Command, o benchFlags) error {
 			return usagef("--%s applies to --history only", name)
 		}
 	}
-	tk, err := historyTokenizer(h.tokenizer)
+	tk, err := lookupTokenizer(h.tokenizer)
 	if err != nil {
 		return err
 	}

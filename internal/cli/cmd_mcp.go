@@ -105,6 +105,7 @@ type mcpFlags struct {
 	threshold, budget, maxBytes, resultThreshold int64
 	maxMessage                                   int
 	retrieval                                    retrievalFlags
+	tokens                                       mcpTokenFlags
 	http                                         mcpHTTPFlags
 }
 
@@ -113,7 +114,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--threshold N] [--budget N] [--listen ADDR] (--url URL | [--] CMD [ARGS...])",
 		Short: "Run an MCP server behind a proxy that bounds its tool results",
-		Long:  mcpLong,
+		Long:  mcpLong + mcpTokensLong,
 		Args:  cobra.ArbitraryArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.mcp(cmd, args, o) })
@@ -128,6 +129,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
 	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server or the client, in bytes (> 0); a larger one gets a JSON-RPC error")
 	o.retrieval.register(f, true)
+	o.tokens.register(f)
 	o.http.register(f)
 	return cmd
 }
@@ -142,6 +144,9 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	}
 	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes, ResultThreshold: o.resultThreshold}
 	if err := o.retrieval.apply(&policy); err != nil {
+		return err
+	}
+	if err := o.tokens.apply(&policy); err != nil {
 		return err
 	}
 	if err := policy.Validate(); err != nil {
