@@ -136,18 +136,6 @@ func (s *Set) linesNote(rh *hybridctx.Rehydration) string {
 		" shown (the budget is full); continue with start_line " + itoa(p.Next) + "]"
 }
 
-// RefusalOf is Refusal under the default names and cap, for hosts without
-// a Set (the CLI).
-func RefusalOf(rh *hybridctx.Rehydration, budget int64) string {
-	tools, cap, _ := describe(nil)
-	return (&Set{tools: tools, cap: cap}).Refusal(rh, budget)
-}
-
-// LinesNote is the note of a resolved lines read that stopped early ("" if
-// it did not), for hosts that show it elsewhere (the CLI prints it on
-// standard error).
-func LinesNote(rh *hybridctx.Rehydration) string { return (&Set{}).linesNote(rh) }
-
 // requestDetail is the rule an invalid request broke, without the
 // package's prefix.
 func requestDetail(err error) string {
