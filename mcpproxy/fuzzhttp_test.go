@@ -63,7 +63,10 @@ func FuzzListenRequest(f *testing.F) {
 		f.Add(s.method, s.origin, s.ct, s.session, s.extra, []byte(s.body), s.twoOrigins, s.protocolVersion)
 	}
 	r := &listenRig{store: openStore(f, "mem://")}
-	h, err := NewHTTPHandler(r.session, &HTTPOptions{MaxRequestBytes: 64 << 10})
+	// Fuzzed initialize requests open sessions; a limit this high keeps the
+	// session opened below from being evicted as the least recently used,
+	// which the check at the end would take for a session that ended.
+	h, err := NewHTTPHandler(r.session, &HTTPOptions{MaxRequestBytes: 64 << 10, MaxSessions: 1 << 20})
 	if err != nil {
 		f.Fatal(err)
 	}
