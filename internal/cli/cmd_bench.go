@@ -39,8 +39,10 @@ and again with the ranged reads); decisions by outcome; decision latency
 (p50/p95/p99/max, microseconds, from a tool returning its result to the
 decision's event), each percentile next to the SHA-256 time of the bytes
 of its decision measured in the same run (hash_floor_us) and the ratio
-(ratio_to_hash), and the percentiles of every decision's latency over the
-SHA-256 time of its own bytes (ratio_to_own_hash); rehydration latency,
+(ratio_to_hash), the percentiles of every decision's latency over the
+SHA-256 time of its own bytes (ratio_to_own_hash), and the percentiles of
+those hash times themselves (hash_only_us: what an offloader that only
+hashed would measure, the least this machine allows); rehydration latency,
 whole and ranged; bytes offloaded, distinct bodies and their bytes, bodies
 and bytes in the workspace, and, for a directory workspace, the bytes of
 all its files (bodies, SQLite and its journal); the round-trip check; the

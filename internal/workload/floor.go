@@ -98,23 +98,29 @@ func (f *floorMeter) latency(s []sample) Latency {
 	fl.P95, r.P95 = at(0.95)
 	fl.P99, r.P99 = at(0.99)
 	l.HashFloor, l.RatioToHash = &fl, &r
-	l.RatioToOwnHash = f.ownRatios(s)
+	l.RatioToOwnHash, l.HashOnly = f.own(s)
 	return l
 }
 
-// ownRatios is the percentiles of every decision's latency over the hash
-// floor of its own bytes; nil when no floor measured above 0.
-func (f *floorMeter) ownRatios(s []sample) *FloorRatio {
-	own := make([]float64, 0, len(s))
-	for _, x := range s {
-		if h := f.hashTime(x.n); h > 0 {
-			own = append(own, float64(x.d)/float64(h))
+// own is the percentiles of every decision's latency over the hash floor of
+// its own bytes (nil when no floor measured above 0), and the percentiles of
+// those floors themselves.
+func (f *floorMeter) own(s []sample) (*FloorRatio, *Floor) {
+	ratios := make([]float64, 0, len(s))
+	hashes := make([]time.Duration, len(s))
+	for i, x := range s {
+		h := f.hashTime(x.n)
+		hashes[i] = h
+		if h > 0 {
+			ratios = append(ratios, float64(x.d)/float64(h))
 		}
 	}
-	if len(own) == 0 {
-		return nil
+	hl := latencyOf(hashes)
+	only := &Floor{P50: hl.P50, P95: hl.P95, P99: hl.P99}
+	if len(ratios) == 0 {
+		return nil, only
 	}
-	slices.Sort(own)
-	at := func(p float64) float64 { return own[nearestRank(p, len(own))] }
-	return &FloorRatio{P50: at(0.50), P95: at(0.95), P99: at(0.99)}
+	slices.Sort(ratios)
+	at := func(p float64) float64 { return ratios[nearestRank(p, len(ratios))] }
+	return &FloorRatio{P50: at(0.50), P95: at(0.95), P99: at(0.99)}, only
 }

@@ -37,6 +37,11 @@ func TestFloorIsTheHashOfThePercentileDecision(t *testing.T) {
 	if r := *l.RatioToOwnHash; r.P50 != own(49) || r.P95 != own(94) || r.P99 != own(98) {
 		t.Errorf("own ratios %+v, want %v %v %v", r, own(49), own(94), own(98))
 	}
+	// The hash-only percentiles are those of the floors themselves: 1 to
+	// 100 µs, whichever decision they belong to.
+	if h := *l.HashOnly; h != (Floor{P50: 50, P95: 95, P99: 99}) {
+		t.Errorf("hash only %+v", h)
+	}
 	// Each size is hashed once (floorRuns passes and a warm-up), for the
 	// percentiles and the own ratios together.
 	if hashed != 100*(floorRuns+1) {
@@ -59,7 +64,8 @@ func TestRunReportsHashFloor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l := rep.DecisionLatency; l.HashFloor == nil || l.RatioToHash == nil || l.RatioToOwnHash == nil || l.RatioToOwnHash.P50 <= 0 {
+	if l := rep.DecisionLatency; l.HashFloor == nil || l.RatioToHash == nil || l.RatioToOwnHash == nil || l.RatioToOwnHash.P50 <= 0 ||
+		l.HashOnly == nil || l.HashOnly.P99 <= 0 {
 		t.Fatalf("decision latency without a floor: %+v", rep.DecisionLatency)
 	}
 	for oc, l := range rep.DecisionLatencyByOutcome {

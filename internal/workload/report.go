@@ -90,6 +90,11 @@ type Latency struct {
 	// decision's latency over the SHA-256 time of its own bytes: p95 1.3
 	// means 95% of the decisions took at most 1.3 times their hash.
 	RatioToOwnHash *FloorRatio `json:"ratio_to_own_hash,omitempty"`
+	// HashOnly, on decision latencies, is the percentiles of the SHA-256
+	// times of the decisions' own bytes: the latencies of an offloader that
+	// did nothing but hash. No decision that stores its body can beat it,
+	// so its p99 is the least p99 this machine allows on this workload.
+	HashOnly *Floor `json:"hash_only_us,omitempty"`
 }
 
 // RehydrationReport holds read latencies and outcomes.
