@@ -113,6 +113,9 @@ func (rt *upstreamRoundTripper) RoundTrip(req *http.Request) (*http.Response, er
 	if err != nil {
 		return nil, categorize(err)
 	}
+	if err := checkLocation(resp); err != nil {
+		return nil, err
+	}
 	if req.Method == http.MethodPost {
 		rt.lastPOST.Store(int64(resp.StatusCode))
 	}
@@ -323,10 +326,8 @@ func (c *httpUpstreamConn) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	for _, cat := range []error{ErrUpstreamRedirect, ErrUpstreamEndpoint, ErrUpstreamMalformed} {
-		if errors.Is(err, cat) {
-			return &categorized{cat, err} // the SDK's text may quote the other origin
-		}
+	if cat := UpstreamCategory(err); cat != nil {
+		return &categorized{cat, err} // the SDK's text may quote the upstream's Location
 	}
 	msg := err.Error()
 	red := strings.ReplaceAll(msg, c.t.URL, "<upstream URL>")

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -25,7 +26,27 @@ var (
 	// ErrUpstreamMalformed means the upstream's HTTP response could not be
 	// read as HTTP (a malformed status line or header).
 	ErrUpstreamMalformed = errors.New("the upstream's HTTP response is malformed")
+	// ErrUpstreamRedirectLoop means the upstream kept redirecting within
+	// its own origin, more than maxRedirects times.
+	ErrUpstreamRedirectLoop = fmt.Errorf("the upstream redirected more than %d times within its origin", maxRedirects)
 )
+
+// upstreamCategories are the categorical errors above, in the order
+// UpstreamCategory tries them.
+var upstreamCategories = [...]error{ErrUpstreamRedirect, ErrUpstreamRedirectLoop, ErrUpstreamEndpoint, ErrUpstreamMalformed}
+
+// UpstreamCategory returns the categorical error of an HTTPUpstream's
+// failure (ErrUpstreamRedirect, ErrUpstreamRedirectLoop,
+// ErrUpstreamEndpoint or ErrUpstreamMalformed) when err wraps one, else
+// nil. Its text is safe to show: it quotes nothing the upstream sent.
+func UpstreamCategory(err error) error {
+	for _, cat := range upstreamCategories {
+		if errors.Is(err, cat) {
+			return cat
+		}
+	}
+	return nil
+}
 
 // maxRedirects bounds the redirects followed within the upstream's origin.
 const maxRedirects = 10
@@ -42,10 +63,31 @@ func checkRedirect(origin *url.URL, next func(*http.Request, []*http.Request) er
 			return next(req, via)
 		}
 		if len(via) >= maxRedirects {
-			return errors.New("the upstream redirected too many times")
+			return ErrUpstreamRedirectLoop
 		}
 		return nil
 	}
+}
+
+// checkLocation refuses a redirect whose Location does not parse as a URL
+// reference, as ErrUpstreamMalformed: net/http's own error quotes the
+// header. It closes the response's body when it refuses.
+func checkLocation(resp *http.Response) error {
+	switch resp.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther,
+		http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return nil
+	}
+	loc := resp.Header.Get("Location")
+	if loc == "" || resp.Request == nil || resp.Request.URL == nil {
+		return nil
+	}
+	if _, err := resp.Request.URL.Parse(loc); err != nil {
+		_ = resp.Body.Close()
+		return &categorized{ErrUpstreamMalformed, err}
+	}
+	return nil
 }
 
 // sameOriginRef reports whether ref, resolved against base (as the SDK

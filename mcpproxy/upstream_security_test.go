@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,6 +149,44 @@ func TestHTTPUpstreamRedirects(t *testing.T) {
 	<-done
 	if !log.all(secretKey) {
 		t.Fatal("a same-origin request lacked the header")
+	}
+}
+
+// TestHTTPUpstreamRedirectLoop: an upstream that keeps redirecting within
+// its origin ends the run with ErrUpstreamRedirectLoop, whose text quotes
+// none of its Location values.
+func TestHTTPUpstreamRedirectLoop(t *testing.T) {
+	var hops atomic.Int64
+	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hops.Add(1)
+		http.Redirect(w, r, "/Marker-"+strconv.FormatInt(hops.Load(), 10), http.StatusTemporaryRedirect)
+	}))
+	defer loop.Close()
+	cerr, runErr := connectThrough(t, loop.URL+"/mcp")
+	if cerr == nil || !errors.Is(runErr, ErrUpstreamRedirectLoop) || UpstreamCategory(runErr) != ErrUpstreamRedirectLoop {
+		t.Fatalf("connect %v, run %v", cerr, runErr)
+	}
+	if strings.Contains(runErr.Error(), "Marker") || strings.Contains(runErr.Error(), loop.URL) {
+		t.Fatalf("the error quotes the upstream: %v", runErr)
+	}
+	// The Streamable HTTP POST and the HTTP+SSE fallback's GET each follow
+	// at most maxRedirects redirects.
+	if n := hops.Load(); n > 2*(maxRedirects+1) {
+		t.Fatalf("%d requests, want at most %d", n, 2*(maxRedirects+1))
+	}
+}
+
+// TestHTTPUpstreamBadLocation: a redirect whose Location is not a URL ends
+// the run with ErrUpstreamMalformed, whose text does not quote it.
+func TestHTTPUpstreamBadLocation(t *testing.T) {
+	bad := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Location", ":Marker")
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	defer bad.Close()
+	cerr, runErr := connectThrough(t, bad.URL+"/mcp")
+	if cerr == nil || !errors.Is(runErr, ErrUpstreamMalformed) || strings.Contains(runErr.Error(), "Marker") {
+		t.Fatalf("connect %v, run %v", cerr, runErr)
 	}
 }
 

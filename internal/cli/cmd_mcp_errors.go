@@ -49,13 +49,8 @@ func upstreamCause(err error) string {
 			return fmt.Sprintf("exit status %d", exit.ExitCode())
 		}
 		return "killed by a signal"
-	case errors.Is(err, mcpproxy.ErrUpstreamRedirect), errors.Is(err, mcpproxy.ErrUpstreamEndpoint),
-		errors.Is(err, mcpproxy.ErrUpstreamMalformed):
-		for _, e := range []error{mcpproxy.ErrUpstreamRedirect, mcpproxy.ErrUpstreamEndpoint, mcpproxy.ErrUpstreamMalformed} {
-			if errors.Is(err, e) {
-				return e.Error()
-			}
-		}
+	case mcpproxy.UpstreamCategory(err) != nil:
+		return mcpproxy.UpstreamCategory(err).Error()
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return "connection refused"
 	case errors.Is(err, syscall.ECONNRESET):
