@@ -181,13 +181,19 @@ func TestMCPListen(t *testing.T) {
 	if other := callTool(t, b, "read_artifact", map[string]any{"reference": ref}); !other.IsError {
 		t.Fatal("another session read the artifact")
 	}
-	// A third session ends the least recently used idle one (a); b goes on.
+	// A third session ends an idle one and the other goes on. Which one is
+	// the least recently used is mcpproxy's TestListenMaxSessions: here a's
+	// last request may still be ending on the server (its client has the
+	// answer a moment before) when b's has, so either may go.
 	c := httpClient(t, l.url, nil)
 	callTool(t, c, "echo", map[string]any{"text": "third"})
-	if _, err := a.CallTool(context.Background(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "evicted"}}); err == nil {
-		t.Fatal("the evicted session still answers")
+	echo := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "evicted?"}}
+	_, errA := a.CallTool(context.Background(), echo)
+	_, errB := b.CallTool(context.Background(), echo)
+	if (errA == nil) == (errB == nil) {
+		t.Fatalf("a: %v, b: %v; want exactly one session ended", errA, errB)
 	}
-	callTool(t, b, "echo", map[string]any{"text": "still"})
+	callTool(t, c, "echo", map[string]any{"text": "still"})
 	if code := l.stop(t); code != 0 {
 		t.Fatalf("exit %d: %s", code, l.stderr.String())
 	}
