@@ -158,8 +158,8 @@ func TestHTTPUpstreamRedirects(t *testing.T) {
 func TestHTTPUpstreamRedirectLoop(t *testing.T) {
 	var hops atomic.Int64
 	loop := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hops.Add(1)
-		http.Redirect(w, r, "/Marker-"+strconv.FormatInt(hops.Load(), 10), http.StatusTemporaryRedirect)
+		n := hops.Add(1)
+		http.Redirect(w, r, "/Marker-"+strconv.FormatInt(n, 10), http.StatusTemporaryRedirect)
 	}))
 	defer loop.Close()
 	cerr, runErr := connectThrough(t, loop.URL+"/mcp")
