@@ -51,6 +51,22 @@ func Rules() []Payload { r := rules; return r[:] }
 // the wire) or bytes already decoded; a MIME field is a string.
 type Getter func(in, field string) (v any, ok bool)
 
+// Media returns the Getter of an image or audio block whose payload is
+// data (a base64 string as on the wire, or the bytes it decodes to) and
+// whose MIME type is mimeType.
+func Media(data any, mimeType string) Getter {
+	return func(in, f string) (any, bool) {
+		switch {
+		case in != "":
+		case f == "data":
+			return data, true
+		case f == "mimeType":
+			return mimeType, true
+		}
+		return nil, false
+	}
+}
+
 // Find applies the rule to a block of type typ: the row that holds its
 // payload, the payload member's value and the link's MIME type; ok is
 // false when no row holds a payload (the block is decided whole).

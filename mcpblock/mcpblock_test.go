@@ -70,3 +70,22 @@ func TestClean(t *testing.T) {
 		}
 	}
 }
+
+// TestMedia: an image or audio block's getter answers its data and MIME
+// type, nothing else, and Find reads them through it.
+func TestMedia(t *testing.T) {
+	get := Media("aGk=", "image/png")
+	if v, ok := get("", "data"); !ok || v != "aGk=" {
+		t.Fatalf("data %v %v", v, ok)
+	}
+	if _, ok := get("resource", "data"); ok {
+		t.Fatal("a member of another object")
+	}
+	if _, ok := get("", "text"); ok {
+		t.Fatal("a member the block does not have")
+	}
+	p, v, mime, ok := Find("image", get)
+	if !ok || !p.Base64 || v != "aGk=" || mime != "image/png" {
+		t.Fatalf("Find: %+v %v %q %v", p, v, mime, ok)
+	}
+}

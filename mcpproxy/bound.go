@@ -315,9 +315,9 @@ func typedBlock(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annota
 		}
 		return "text", get, c.Annotations, &mcp.TextContent{Meta: c.Meta, Annotations: c.Annotations}
 	case *mcp.ImageContent:
-		return "image", media(c.Data, c.MIMEType), c.Annotations, &mcp.ImageContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
+		return "image", mcpblock.Media(c.Data, c.MIMEType), c.Annotations, &mcp.ImageContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
 	case *mcp.AudioContent:
-		return "audio", media(c.Data, c.MIMEType), c.Annotations, &mcp.AudioContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
+		return "audio", mcpblock.Media(c.Data, c.MIMEType), c.Annotations, &mcp.AudioContent{Meta: c.Meta, Annotations: c.Annotations, MIMEType: c.MIMEType}
 	case *mcp.EmbeddedResource:
 		r := c.Resource
 		if r == nil {
@@ -339,21 +339,6 @@ func typedBlock(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annota
 			Resource: &mcp.ResourceContents{URI: r.URI, MIMEType: r.MIMEType, Meta: r.Meta}}
 	}
 	return "", nil, nil, nil
-}
-
-// media reads an image or audio block's members: its decoded data and MIME
-// type.
-func media(data []byte, mimeType string) mcpblock.Getter {
-	return func(in, f string) (any, bool) {
-		switch {
-		case in != "":
-		case f == "data":
-			return data, true
-		case f == "mimeType":
-			return mimeType, true
-		}
-		return nil, false
-	}
 }
 
 // structuredJSON returns the bytes of structuredContent (or _meta) as the

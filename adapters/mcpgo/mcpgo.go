@@ -297,9 +297,9 @@ func members(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annotatio
 	case mcp.TextContent:
 		return "text", func(in, f string) (any, bool) { return v.Text, in == "" && f == "text" }, v.Annotations
 	case mcp.ImageContent:
-		return "image", media(v.Data, v.MIMEType), v.Annotations
+		return "image", mcpblock.Media(v.Data, v.MIMEType), v.Annotations
 	case mcp.AudioContent:
-		return "audio", media(v.Data, v.MIMEType), v.Annotations
+		return "audio", mcpblock.Media(v.Data, v.MIMEType), v.Annotations
 	case mcp.EmbeddedResource:
 		var blob, text, mime *string
 		switch r := v.Resource.(type) {
@@ -332,21 +332,6 @@ func members(c mcp.Content) (typ string, get mcpblock.Getter, ann *mcp.Annotatio
 		}, v.Annotations
 	}
 	return "", nil, nil
-}
-
-// media reads an image or audio block's members: its base64 data and MIME
-// type.
-func media(data, mimeType string) mcpblock.Getter {
-	return func(in, f string) (any, bool) {
-		switch {
-		case in != "":
-		case f == "data":
-			return data, true
-		case f == "mimeType":
-			return mimeType, true
-		}
-		return nil, false
-	}
 }
 
 // decoded returns the bytes of base64 data, or the text itself when it is
