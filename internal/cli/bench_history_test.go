@@ -49,6 +49,11 @@ func TestBenchHistory(t *testing.T) {
 	if !strings.Contains(r.stdout, `"tokenizer":"bytes/4"`) || !strings.Contains(r.stdout, `"peak_tokens":`) {
 		t.Errorf("tokens: %.300s", r.stdout)
 	}
+	// --keep-recent 0 keeps none: keep_last_k clears every result and
+	// clear_at_trigger may clear up to the last one.
+	r = run(t, "bench", "--history", "--count", "20", "--turns", "20", "--history-budget", "1000", "--low-water", "500",
+		"--keep-recent", "0", "--workspace", "mem://")
+	wantCode(t, r, ExitOK)
 }
 
 func TestBenchHistoryUsageErrors(t *testing.T) {
@@ -62,6 +67,8 @@ func TestBenchHistoryUsageErrors(t *testing.T) {
 		{[]string{"--history", "--keep-recent", "-1"}, "--keep-recent"},
 		{[]string{"--history", "--questions"}, "--questions"},
 		{[]string{"--turns", "5"}, "--turns applies to --history only"},
+		{[]string{"--turns", "0"}, "--turns applies to --history only"},
+		{[]string{"--questions", "--keep-recent", "1"}, "--keep-recent applies to --history only"},
 		{[]string{"--history", "--tokenizer", "p50k_base"}, "--tokenizer"},
 	} {
 		r := run(t, append([]string{"bench"}, tc.args...)...)

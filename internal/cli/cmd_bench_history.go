@@ -62,7 +62,13 @@ type benchHistoryJSON struct {
 // benchHistory runs bench --history.
 func (a *app) benchHistory(cmd *cobra.Command, o benchFlags) error {
 	h := o.hist
-	f := cmd.Flags()
+	if !h.on {
+		for _, name := range historyFlagNames {
+			if cmd.Flags().Changed(name) {
+				return usagef("--%s applies to --history only", name)
+			}
+		}
+	}
 	switch {
 	case h.turns <= 0:
 		return usagef("--turns must be > 0")
@@ -74,11 +80,6 @@ func (a *app) benchHistory(cmd *cobra.Command, o benchFlags) error {
 		return usagef("--keep-recent must be >= 0")
 	case o.questions:
 		return usagef("--questions and --history are separate benchmarks; run them one at a time")
-	}
-	for _, name := range []string{"turns", "history-budget", "low-water", "keep-recent", "tokenizer"} {
-		if f.Changed(name) && !h.on {
-			return usagef("--%s applies to --history only", name)
-		}
 	}
 	tk, err := lookupTokenizer(h.tokenizer)
 	if err != nil {
@@ -115,10 +116,13 @@ func (a *app) benchHistory(cmd *cobra.Command, o benchFlags) error {
 	return nil
 }
 
+// historyFlagNames are the flags of bench --history alone.
+var historyFlagNames = []string{"turns", "history-budget", "low-water", "keep-recent", "tokenizer"}
+
 // historyFlagsSet reports whether a --history flag was given (without
 // --history, benchHistory refuses it).
 func historyFlagsSet(f interface{ Changed(string) bool }) bool {
-	for _, name := range []string{"turns", "history-budget", "low-water", "keep-recent", "tokenizer"} {
+	for _, name := range historyFlagNames {
 		if f.Changed(name) {
 			return true
 		}

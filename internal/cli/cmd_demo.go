@@ -362,12 +362,8 @@ func writeDemoSummary(w io.Writer, runID string, r *demoRun, size loop.Size, rep
 	fmt.Fprintf(w, "bytes        %s kept out of context, %s rehydrated, largest inline result %s\n",
 		thousands(rep.BytesKeptOutOfContext), thousands(rep.BytesRehydrated), thousands(rep.LargestInlineBytes))
 	if h := rep.History; h.Compactions > 0 {
-		steps := "steps"
-		if h.Compactions == 1 {
-			steps = "step"
-		}
 		fmt.Fprintf(w, "compaction   %d %s masked %d tool results to references, %s bytes out of the history (nothing lost)\n",
-			h.Compactions, steps, h.Masked, thousands(h.BytesTakenOut))
+			h.Compactions, plural(int64(h.Compactions), "step"), h.Masked, thousands(h.BytesTakenOut))
 	}
 	fmt.Fprintf(w, "invariant    ok: no tool message holds a body over the %s-byte threshold\n", thousands(threshold))
 }

@@ -57,8 +57,6 @@ type Signals struct {
 	exit   func(code int)
 	ch     chan os.Signal
 	acks   chan struct{}
-	stop   chan struct{}
-	done   chan struct{}
 	mu     sync.Mutex // one Sync at a time
 }
 
@@ -67,11 +65,11 @@ const syncWait = time.Second
 
 // NotifySignals starts watching SIGINT and SIGTERM for a context derived
 // from parent (Context). exit is called with 128+the signal number when a
-// second signal arrives. Stop ends the watch.
+// second signal arrives. The watch lasts until the process exits.
 func NotifySignals(parent context.Context, exit func(code int)) *Signals {
 	ctx, cancel := context.WithCancelCause(parent)
 	s := &Signals{ctx: ctx, cancel: cancel, exit: exit, ch: make(chan os.Signal, 8),
-		acks: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+		acks: make(chan struct{}, 1)}
 	signal.Notify(s.ch, watchedSignals...)
 	go s.loop()
 	return s
@@ -80,37 +78,24 @@ func NotifySignals(parent context.Context, exit func(code int)) *Signals {
 // Context returns the context a signal cancels.
 func (s *Signals) Context() context.Context { return s.ctx }
 
-// Stop ends the watch: signals get their default behaviour again.
-func (s *Signals) Stop() {
-	signal.Stop(s.ch)
-	close(s.stop)
-	<-s.done
-}
-
 // loop handles the signals in the order the runtime delivers them: the
 // sync signal Sync raised is acknowledged only after every signal before
 // it in the channel took effect.
 func (s *Signals) loop() {
-	defer close(s.done)
 	first := true
-	for {
-		select {
-		case <-s.stop:
-			return
-		case v := <-s.ch:
-			sig, _ := v.(syscall.Signal)
-			switch {
-			case isSyncSignal(sig):
-				select {
-				case s.acks <- struct{}{}:
-				default:
-				}
-			case first:
-				first = false
-				s.cancel(&SignalError{Signal: sig})
+	for v := range s.ch {
+		sig, _ := v.(syscall.Signal)
+		switch {
+		case isSyncSignal(sig):
+			select {
+			case s.acks <- struct{}{}:
 			default:
-				s.exit(128 + int(sig))
 			}
+		case first:
+			first = false
+			s.cancel(&SignalError{Signal: sig})
+		default:
+			s.exit(128 + int(sig))
 		}
 	}
 }

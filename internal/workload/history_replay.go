@@ -135,7 +135,7 @@ func (r *replay) toolWeight() int64 {
 // apply runs the strategy's rule after turn i's result arrived.
 func (r *replay) apply(ctx context.Context, s *BudgetStrategy, i int) error {
 	n := i + 1
-	keep := r.opts.KeepRecent
+	keep := hybridctx.HistoryPolicy{KeepRecent: r.opts.KeepRecent}.Recent() // a negative KeepRecent keeps none
 	cleared := 0
 	switch r.name {
 	case StrategyMaskEveryTurn, StrategyWatermark:
