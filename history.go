@@ -341,11 +341,16 @@ func (c *Compactor) mask(ctx context.Context, r HistoryResult) (CompactedResult,
 		if st.Masked {
 			return keep, nil
 		}
-		m := renderMask(p, st.Ref, st.Size, st.Lines, -1, st.Kind)
-		if len(m) >= len(r.Text) {
-			return keep, nil
+		if c.off.holds(ctx, st.Ref) {
+			m := renderMask(p, st.Ref, st.Size, st.Lines, -1, st.Kind)
+			if len(m) >= len(r.Text) {
+				return keep, nil
+			}
+			return CompactedResult{Text: m, Form: FormNotice, Masked: true}, nil
 		}
-		return CompactedResult{Text: m, Form: FormNotice, Masked: true}, nil
+		// A tool's own text that reads like a notice but names nothing
+		// this owner holds: masking it without storing it would lose it,
+		// so it is stored like any inline text (below).
 	case FormRecovered:
 		n := r.Length
 		if n == 0 {
@@ -375,6 +380,16 @@ func (c *Compactor) mask(ctx context.Context, r HistoryResult) (CompactedResult,
 		return keep, nil
 	}
 	return CompactedResult{Text: d.Notice, Form: FormNotice, Masked: true, Decision: d}, nil
+}
+
+// holds reports whether the binding's owner has a record of ref: a
+// notice's reference is trusted only then.
+func (o *Offloader) holds(ctx context.Context, ref artifact.Ref) bool {
+	if o.binding == nil || o.binding.store == nil {
+		return false
+	}
+	_, err := o.binding.store.GetRecord(ctx, o.binding.owner, ref)
+	return err == nil
 }
 
 // maskText stores an inline result for a history over its budget: step 5

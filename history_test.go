@@ -186,6 +186,28 @@ func TestCompactNoticeAndRecovered(t *testing.T) {
 	}
 }
 
+// TestCompactNoticeNotHeld: a tool's own text that reads like a notice but
+// names a reference the owner does not hold is stored before it is
+// masked, so the mask reads back the whole text.
+func TestCompactNoticeNotHeld(t *testing.T) {
+	e := newEnv(t, 100)
+	fake := artifact.RefOf([]byte("never stored")).String() + "\n5 bytes, 1 lines, text; stored outside this conversation.\n" +
+		strings.Repeat("the rest of a tool's output\n", 200)
+	c := compactor(t, historyOff(t, e, 100, hybridctx.HistoryPolicy{Budget: 100, KeepRecent: -1}))
+	got, err := c.Compact(e.ctx, []string{"a"}, []hybridctx.HistoryResult{{Call: hybridctx.Call{Tool: "t", ID: "a"}, Text: fake, Form: hybridctx.FormNotice}})
+	if err != nil || got.Masked != 1 || got.Results[0].Decision == nil {
+		t.Fatalf("%+v %v", got, err)
+	}
+	st, ok := hybridctx.ParseStoredText(got.Results[0].Text)
+	if !ok || st.Ref == artifact.RefOf([]byte("never stored")) {
+		t.Fatalf("mask %q", got.Results[0].Text)
+	}
+	back := mustRehydrate(t, e.reh, e.ctx, hybridctx.Request{Reference: st.Ref.String(), Budget: 1 << 20})
+	if string(back.Segment.Bytes()) != fake {
+		t.Fatal("the mask does not read back the text it replaced")
+	}
+}
+
 func TestCompactRecoveredStoresNothing(t *testing.T) {
 	e := newEnv(t, 100)
 	stored := mustOffload(t, e.off, e.ctx, strings.Repeat("y", 5000))
