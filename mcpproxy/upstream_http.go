@@ -57,7 +57,7 @@ func (t *HTTPUpstream) Connect(ctx context.Context) (mcp.Connection, error) {
 		limit = DefaultMaxMessageBytes
 	}
 	big := newLargeState(limit)
-	big.endpointOK = func(data []byte) bool { return sameOriginRef(u, string(data)) }
+	big.endpointOK = func(data []byte) bool { return sameOriginRef(u, sdkEventData(data)) }
 	rt := &upstreamRoundTripper{next: base.Transport, header: t.Header, big: big, origin: u}
 	if rt.next == nil {
 		rt.next = http.DefaultTransport

@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 )
 
 // Errors of an HTTPUpstream's requests. Their text is categorical: never a
@@ -88,6 +90,21 @@ func checkLocation(resp *http.Response) error {
 		return &categorized{ErrUpstreamMalformed, err}
 	}
 	return nil
+}
+
+// sdkEventData returns an event's data as the SDK reads it: each data
+// line trimmed of surrounding white space (data holds them joined by '\n',
+// each without the one space after "data:"), so that the endpoint the
+// origin check sees is the one the SDK will post to.
+func sdkEventData(data []byte) string {
+	var b strings.Builder
+	for i, line := range bytes.Split(data, []byte{'\n'}) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.Write(bytes.TrimSpace(line))
+	}
+	return b.String()
 }
 
 // sameOriginRef reports whether ref, resolved against base (as the SDK

@@ -90,7 +90,7 @@ func eventName(fields []byte) string {
 			case len(v) == 0:
 				name = ""
 			case v[0] == ':':
-				name = string(bytes.TrimPrefix(v[1:], []byte(" ")))
+				name = string(bytes.TrimSpace(v[1:])) // as the SDK reads it
 			}
 		}
 	}

@@ -209,13 +209,18 @@ func TestHTTPUpstreamHeadersStayHome(t *testing.T) {
 // sseEndpointServer speaks only the 2024-11-05 transport: POST gets 404,
 // GET an endpoint event naming endpoint.
 func sseEndpointServer(endpoint string) *httptest.Server {
+	return sseEventServer("event: endpoint\ndata: " + endpoint + "\n\n")
+}
+
+// sseEventServer answers a GET with the raw event stream text event.
+func sseEventServer(event string) *httptest.Server {
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			http.NotFound(w, r)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprintf(w, "event: endpoint\ndata: %s\n\n", endpoint)
+		io.WriteString(w, event)
 		w.(http.Flusher).Flush()
 		<-r.Context().Done()
 	}))
@@ -237,6 +242,17 @@ func TestHTTPUpstreamSSEEndpointOrigin(t *testing.T) {
 		}
 		if strings.Contains(runErr.Error(), ep) || strings.Contains(runErr.Error(), "127.0.0.2") {
 			t.Fatalf("endpoint %s: the error names it: %v", ep, runErr)
+		}
+	}
+	// White space the SDK trims from the event's name and data.
+	host := strings.TrimPrefix(other.srv.URL, "http://")
+	for _, ev := range []string{"event: endpoint \ndata: " + other.srv.URL + "/msg\n\n", "event:\tendpoint\ndata: " + other.srv.URL + "/msg\n\n",
+		"event: endpoint\ndata:  //" + host + "/msg\n\n", "event: endpoint\ndata: \t//" + host + "/msg \n\n"} {
+		srv := sseEventServer(ev)
+		cerr, runErr := connectThrough(t, srv.URL+"/sse")
+		srv.Close()
+		if cerr == nil || !errors.Is(runErr, ErrUpstreamEndpoint) {
+			t.Fatalf("event %q: connect %v, run %v", ev, cerr, runErr)
 		}
 	}
 	for _, tr := range []*trap{other, port} {
