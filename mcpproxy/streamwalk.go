@@ -93,17 +93,17 @@ func (w *resultWalk) walk(j *jsonstream.Reader) error {
 				case c != '{':
 					return j.Value(&w.skel)
 				}
-				return w.block(4)
+				return w.block()
 			})
 		case "structuredContent":
-			return w.structured(2)
+			return w.structured()
 		}
 		return j.Value(&w.skel)
 	}, true)
 }
 
-// block walks a content block (an object at depth).
-func (w *resultWalk) block(depth int) error {
+// block walks a content block.
+func (w *resultWalk) block() error {
 	j := w.j
 	typ := ""
 	return j.Members(&w.skel, func(key string) error {
@@ -195,7 +195,7 @@ func (w *resultWalk) payload(kind itemKind) error {
 
 // structured streams a long structuredContent object or array into the
 // offloader as written, or copies a short one into the skeleton.
-func (w *resultWalk) structured(depth int) error {
+func (w *resultWalk) structured() error {
 	j := w.j
 	c, err := j.Next(&w.skel)
 	if err != nil {
