@@ -41,10 +41,10 @@ func (o *Offloader) StoreResult(ctx context.Context, call Call, r io.Reader, typ
 	}
 	limit := o.forTool(call.Tool).policy.InlineThreshold
 	var head bytes.Buffer
-	n, err := io.CopyN(&head, r, min(limit, 1<<30)+1)
+	_, err := io.CopyN(&head, r, min(limit, 1<<30)+1) // nil: more than that, streamed
 	var out *OffloadResult
 	switch {
-	case err == io.EOF || err == nil && n <= limit:
+	case err == io.EOF:
 		out, err = o.Store(ctx, call, head.Bytes())
 	case err != nil:
 		return nil, sourceError(err)
