@@ -70,7 +70,8 @@ var errGuard = errors.New("query step over its bound")
 
 // guard holds the bounds of one compiled query and the run it may cancel.
 type guard struct {
-	out     int64 // bytes a step may produce
+	out     int64           // bytes a step may produce
+	ctx     context.Context // the run's: done once it is over its time
 	cancel  context.CancelCauseFunc
 	tripped bool
 	regexps map[string]compiledRegexp

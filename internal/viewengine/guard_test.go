@@ -167,6 +167,7 @@ func TestQueryGuardBounds(t *testing.T) {
 		`reduce range(20000) as $i (null; [.]) | tojson`, `reduce range(20000) as $i (null; {a: .}) | . == .`,
 		`reduce range(40) as $i (1; [., .]) | flatten`, `reduce range(20000) as $i (null; [.])`,
 		`try (reduce range(20000) as $i (null; [.]) | tojson) catch "caught"`,
+		`"a" * 1000000 | [match("a*b|a"; "g")] | length`, `"a" * 20000 | [match("a*b|a"; "g")] | length`,
 	}
 	for _, f := range refused {
 		a, tripped := runValue(t, nil, f, long)

@@ -133,7 +133,7 @@ func (q *queryScan) run(ctx context.Context, inputs []any) Answer {
 	defer stopRun(nil)
 	run, cancel := context.WithTimeoutCause(base, q.limits.Timeout, errQueryLimit)
 	defer cancel()
-	q.guard.cancel = stopRun
+	q.guard.ctx, q.guard.cancel = run, stopRun
 	stop := watchHeap(run, q.limits.Memory/3, func() { stopRun(errQueryLimit) })
 	defer stop()
 	var enc []byte

@@ -35,11 +35,30 @@ func (g *guard) match(subject, re, flags, test any) bool {
 	if test == true || !strings.ContainsRune(fl, 'g') {
 		return true
 	}
+	// One FindAll is a step nothing interrupts, and a search may scan to
+	// the end of the subject for every match (a*b|a over a run of a's), so
+	// its work can grow with the square of the subject. The matches are
+	// counted over prefixes twice as long each time: a prefix has no more
+	// matches than the subject, so the bounds refuse such a subject after
+	// work about that of its bound, and the run's deadline is checked
+	// between the prefixes.
 	groups := int64(r.NumSubexp() + 1)
-	found := r.FindAllStringIndex(s, int(guardMatches/groups)+1)
-	n := int64(len(found))
-	return n*groups <= guardMatches && n*groups*int64(len(s)+1) <= guardRegexWork*4
+	for m := prefixStart; ; m *= 2 {
+		if g.ctx != nil && g.ctx.Err() != nil {
+			return false
+		}
+		n := int64(len(r.FindAllStringIndex(s[:min(m, len(s))], int(guardMatches/groups)+1)))
+		if n*groups > guardMatches || n*groups*int64(len(s)+1) > guardRegexWork*4 {
+			return false
+		}
+		if m >= len(s) {
+			return true
+		}
+	}
 }
+
+// prefixStart is the first prefix a global match is counted over.
+const prefixStart = 4 << 10
 
 // compile mirrors gojq's reading of the flags; an expression gojq would
 // refuse is left to gojq.
