@@ -171,6 +171,10 @@ func (b *bounder) bound(ctx context.Context, res *mcp.CallToolResult) (*mcp.Call
 		out = append(out, repl...)
 		refs[ref] = true
 	}
+	nBlockOut := len(out) // how many entries of out the blocks gave
+	if !changed {
+		nBlockOut = len(res.Content)
+	}
 	r2 := *res
 	if res.StructuredContent != nil || len(res.RawStructuredContent) > 0 {
 		raw := res.RawStructuredContent
@@ -204,15 +208,17 @@ func (b *bounder) bound(ctx context.Context, res *mcp.CallToolResult) (*mcp.Call
 		}
 		return &r2, nil
 	}
-	return b.boundWhole(ctx, res, &r2, changed)
+	return b.boundWhole(ctx, res, &r2, changed, nBlockOut)
 }
 
 // boundWhole applies the whole-result bound to r2, res as bounded block by
 // block: when it would still send more than the policy's ResultBound,
 // notices and links included, res's original content array is stored as
 // one JSON artifact and replaced by the whole-result notice and one
-// resource_link (see docs/mcp-proxy.md).
-func (b *bounder) boundWhole(ctx context.Context, res, r2 *mcp.CallToolResult, changed bool) (*mcp.CallToolResult, error) {
+// resource_link (see docs/mcp-proxy.md), followed by what r2.Content holds
+// after its first nBlockOut entries (the structured content's notice and
+// link).
+func (b *bounder) boundWhole(ctx context.Context, res, r2 *mcp.CallToolResult, changed bool, nBlockOut int) (*mcp.CallToolResult, error) {
 	sent, err := json.Marshal(r2)
 	if err != nil {
 		return nil, fmt.Errorf("mcpgo: encoding a result: %w", err)
@@ -249,6 +255,7 @@ func (b *bounder) boundWhole(ctx context.Context, res, r2 *mcp.CallToolResult, c
 		r3.Content = append(r3.Content, mcp.ResourceLink{Type: mcp.ContentTypeLink, URI: whole.Ref.String(),
 			Name: "sha256-" + whole.Ref.Hex()[:16], MIMEType: mimeJSON, Size: &size})
 	}
+	r3.Content = append(r3.Content, r2.Content[nBlockOut:]...)
 	return &r3, nil
 }
 

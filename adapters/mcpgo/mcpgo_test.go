@@ -51,6 +51,14 @@ func newServer(t *testing.T, off *hybridctx.Offloader, reh *hybridctx.Rehydrator
 		}
 		return res, nil
 	})
+	s.AddTool(mcp.NewTool("many-structured"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res := &mcp.CallToolResult{StructuredContent: manyStructured()}
+		for i := range 200 {
+			p := fmt.Sprintf("block %04d ", i)
+			res.Content = append(res.Content, mcp.NewTextContent(p+strings.Repeat("x", 4000-len(p))))
+		}
+		return res, nil
+	})
 	if err := mcpgo.AddReadTools(s, reh, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -282,5 +290,48 @@ func TestWholeResultBound(t *testing.T) {
 	want := "block 0123 " + strings.Repeat("x", 4000-11)
 	if line, _, _ := strings.Cut(got, "\n"); line != `"`+want+`"` {
 		t.Fatalf("block 123 read back as %.60q", got)
+	}
+}
+
+// manyStructured returns the structured content of the "many-structured"
+// tool: about 40 KB of JSON.
+func manyStructured() map[string]any {
+	rows := make([]string, 1000)
+	for i := range rows {
+		rows[i] = fmt.Sprintf("row %04d ", i) + strings.Repeat("y", 30)
+	}
+	return map[string]any{"rows": rows}
+}
+
+// When the whole result is stored, the stored structured content's notice
+// and link still reach the client after the whole-result ones.
+func TestWholeResultBoundKeepsStructuredContent(t *testing.T) {
+	env := adapttest.New(t, &hybridctx.Policy{InlineThreshold: 16384})
+	c := newServer(t, env.Off, env.Reh, "")
+	res := call(t, c, "many-structured", nil)
+	raw, _ := json.Marshal(res)
+	if len(raw) > 4*16384+1024 || !strings.Contains(text(t, res), "200 content blocks (200 text)") {
+		t.Fatalf("%d bytes: %.300s", len(raw), raw)
+	}
+	if res.StructuredContent != nil || len(res.RawStructuredContent) > 0 {
+		t.Fatalf("stored structured content was kept: %.100s", res.RawStructuredContent)
+	}
+	var links []mcp.ResourceLink
+	for _, b := range res.Content {
+		if l, ok := b.(mcp.ResourceLink); ok {
+			links = append(links, l)
+		}
+	}
+	if len(res.Content) != 4 || len(links) != 2 || links[1].MIMEType != "application/json" {
+		t.Fatalf("got %d blocks, %d links, want the whole result's and the structured content's notice and link: %.600s", len(res.Content), len(links), raw)
+	}
+	want, _ := json.Marshal(manyStructured())
+	if *links[1].Size != int64(len(want)) {
+		t.Errorf("structured content stored as %d bytes, want %d", *links[1].Size, len(want))
+	}
+	args, _ := json.Marshal(map[string]any{"reference": links[1].URI, "filter": ".rows[456]"})
+	got := text(t, call(t, c, "query_artifact", args))
+	if line, _, _ := strings.Cut(got, "\n"); line != `"row 0456 `+strings.Repeat("y", 30)+`"` {
+		t.Fatalf("row 456 read back as %.60q", got)
 	}
 }
