@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"sync"
 	"unsafe"
 
@@ -176,7 +177,15 @@ type Compactor struct {
 	obs CompactionObserver
 
 	mu     sync.Mutex
-	counts map[string]int64 // token counts of texts seen, with a Tokenizer
+	seed   maphash.Seed
+	counts map[textKey]int64 // token counts of texts seen, with a Tokenizer
+}
+
+// textKey identifies a text the count cache saw without holding it: a
+// conversation's texts stay the caller's to free.
+type textKey struct {
+	hash uint64
+	n    int
 }
 
 // NewCompactor returns a Compactor masking through off, under off's policy.
@@ -184,7 +193,7 @@ func NewCompactor(off *Offloader, opts *CompactorOptions) (*Compactor, error) {
 	if off == nil {
 		return nil, ErrNoHistoryOffloader
 	}
-	c := &Compactor{off: off}
+	c := &Compactor{off: off, seed: maphash.MakeSeed()}
 	if opts != nil {
 		c.obs = opts.Observer
 	}
@@ -313,8 +322,9 @@ func (c *Compactor) tokens(text string) int64 {
 	if p.Tokenizer == nil || len(text) < 64 {
 		return p.tokens(text)
 	}
+	k := textKey{maphash.String(c.seed, text), len(text)}
 	c.mu.Lock()
-	n, ok := c.counts[text]
+	n, ok := c.counts[k]
 	c.mu.Unlock()
 	if ok {
 		return n
@@ -322,9 +332,9 @@ func (c *Compactor) tokens(text string) int64 {
 	n = p.tokens(text)
 	c.mu.Lock()
 	if c.counts == nil || len(c.counts) >= maxCountCache {
-		c.counts = map[string]int64{}
+		c.counts = map[textKey]int64{}
 	}
-	c.counts[text] = n
+	c.counts[k] = n
 	c.mu.Unlock()
 	return n
 }
