@@ -200,13 +200,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 		if o.binding == nil || o.binding.store == nil {
 			return st.result(ctx, Failed, NoAuthorizedWorkspace)
 		}
-		st.bytes = head
-		err := st.digestBytes(ctx)
-		st.bytes = nil
-		if err != nil {
-			return st.abort(err)
-		}
-		return st.decide(ctx)
+		return st.decideBuffered(ctx, head)
 	case err == io.EOF:
 		out := &OffloadResult{Consumed: n}
 		if n > 0 {
@@ -243,18 +237,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 		buf = buf[:st.read]
 		switch {
 		case err == io.EOF:
-			st.bytes = buf
-			err := st.digestBytes(ctx)
-			// Stream input: Consumed, not the bytes, is what the host gets,
-			// and buf goes back to the pool.
-			st.bytes = nil
-			if o.policy.PreviewBytes > 0 {
-				st.head = &previewTap{buf: bytes.Clone(buf[:min(int64(len(buf)), o.policy.PreviewBytes)])}
-			}
-			if err != nil {
-				return st.abort(err)
-			}
-			return st.decide(ctx)
+			return st.decideBuffered(ctx, buf)
 		case err != nil:
 			return st.abort(sourceError(err))
 		case st.read > limit:
@@ -265,6 +248,22 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 		rest = bytes.NewReader(head)
 	}
 	return st.ingest(ctx, io.MultiReader(rest, r), limit)
+}
+
+// decideBuffered decides a whole stream read into buf: like byte input,
+// with the preview taken from buf. Stream input: Consumed, not the bytes,
+// is what the host gets, and buf may go back to a pool once it returns.
+func (st *storing) decideBuffered(ctx context.Context, buf []byte) (*OffloadResult, error) {
+	st.bytes = buf
+	err := st.digestBytes(ctx)
+	st.bytes = nil
+	if p := st.o.policy.PreviewBytes; p > 0 {
+		st.head = &previewTap{buf: bytes.Clone(buf[:min(int64(len(buf)), p)])}
+	}
+	if err != nil {
+		return st.abort(err)
+	}
+	return st.decide(ctx)
 }
 
 // readHead reads the first threshold+1 bytes of r, which decide. Under a

@@ -31,6 +31,18 @@ func TestNoticePreview(t *testing.T) {
 	if long := mustOffload(t, off, e.ctx, strings.Repeat("x", 100)+"\n"); strings.Contains(long.Notice, "It begins") {
 		t.Fatal("a first line over the preview was cut")
 	}
+	// Within the byte threshold but over the token bound, a stream shows
+	// the same preview as the bytes.
+	tok, err := hybridctx.NewOffloader(e.bind, hybridctx.Policy{InlineThreshold: 4096, PreviewBytes: 40,
+		Tokenizer: hybridctx.EstimateTokens{}, ThresholdTokens: 5}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mustOffload(t, tok, e.ctx, body)
+	d, err := tok.OffloadReader(e.ctx, hybridctx.Call{Tool: "t", ID: "3"}, strings.NewReader(body))
+	if err != nil || !strings.HasSuffix(c.Notice, want) || d.Notice != c.Notice {
+		t.Fatalf("over the token bound, notices\n%q\n%q (%v)", c.Notice, d.Notice, err)
+	}
 	plain := mustOffload(t, e.off, e.ctx, body+" ")
 	if strings.Contains(plain.Notice, "It begins") {
 		t.Fatal("preview without PreviewBytes")
