@@ -288,8 +288,8 @@ func (h *HTTPHandler) lookup(id string, request bool) *httpSession {
 }
 
 // evictIdle ends the least recently used session with no request in
-// flight and reports whether there was one. h.mu must be held.
-func (h *HTTPHandler) evictIdle() bool {
+// flight and returns it, nil when there is none. h.mu must be held.
+func (h *HTTPHandler) evictIdle() *httpSession {
 	var lru *httpSession
 	var last time.Time
 	for _, s := range h.sessions {
@@ -301,13 +301,14 @@ func (h *HTTPHandler) evictIdle() bool {
 		}
 	}
 	if lru == nil {
-		return false
+		return nil
 	}
-	// Forgotten at once (its client gets 404 from now on), ended in the
-	// background: closing its upstream must not hold up the new session.
+	// Forgotten at once (its client gets 404 from now on) and ended in the
+	// background; the new session starts its upstream once this one's is
+	// closed (start), so no more than MaxSessions upstreams ever run.
 	delete(h.sessions, lru.id)
 	go lru.end()
-	return true
+	return lru
 }
 
 // open starts a session for a POST without a session id: msg, its body,
@@ -339,15 +340,18 @@ func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request, msg jsonrpc.M
 func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 	id := rand.Text()
 	h.mu.Lock()
+	var evicted *httpSession
 	switch {
 	case h.closed:
 		h.mu.Unlock()
 		return nil, http.StatusServiceUnavailable, errors.New("hybridctx: the proxy is shutting down")
-	case len(h.sessions) >= h.max && !h.evictIdle():
-		h.mu.Unlock()
-		// 403, not 503: clients treat 503 as transient and drop the body
-		// that says what to do.
-		return nil, http.StatusForbidden, fmt.Errorf("hybridctx: too many MCP sessions (at most %d), every one busy; retry when one is done", h.max)
+	case len(h.sessions) >= h.max:
+		if evicted = h.evictIdle(); evicted == nil {
+			h.mu.Unlock()
+			// 403, not 503: clients treat 503 as transient and drop the
+			// body that says what to do.
+			return nil, http.StatusForbidden, fmt.Errorf("hybridctx: too many MCP sessions (at most %d), every one busy; retry when one is done", h.max)
+		}
 	}
 	// The opening request is in flight from the start, so that another
 	// new session cannot evict this one before it answered.
@@ -357,7 +361,19 @@ func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 	h.wg.Add(1)
 	h.mu.Unlock()
 
-	proxy, upstream, err := h.newSession(ctx, id)
+	var proxy *Proxy
+	var upstream mcp.Transport
+	err := ctx.Err()
+	if evicted != nil {
+		select {
+		case <-evicted.done:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err == nil {
+		proxy, upstream, err = h.newSession(ctx, id)
+	}
 	if err != nil {
 		h.remove(s)
 		close(s.done)

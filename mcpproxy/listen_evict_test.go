@@ -3,8 +3,11 @@ package mcpproxy
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
@@ -91,4 +94,59 @@ func (h *HTTPHandler) idleSessions() int {
 		s.mu.Unlock()
 	}
 	return n
+}
+
+// TestListenEvictionBoundsUpstreams: clients that keep opening sessions
+// never have more than MaxSessions upstreams running, however slowly an
+// evicted session's upstream closes.
+func TestListenEvictionBoundsUpstreams(t *testing.T) {
+	r := newListenRig(t, false, nil)
+	var mu sync.Mutex
+	live, most := 0, 0
+	h, err := NewHTTPHandler(func(ctx context.Context, id string) (*Proxy, mcp.Transport, error) {
+		p, up, err := r.session(ctx, id)
+		if err != nil {
+			return nil, nil, err
+		}
+		mu.Lock()
+		live++
+		most = max(most, live)
+		mu.Unlock()
+		return p, slowClosing{up.(closing), func() {
+			time.Sleep(50 * time.Millisecond) // an upstream slow to exit
+			mu.Lock()
+			live--
+			mu.Unlock()
+		}}, nil
+	}, &HTTPOptions{MaxSessions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	defer h.Close()
+	for i := range 8 {
+		if resp, _ := post(t, srv.URL, "", initialize); resp.StatusCode != http.StatusOK {
+			t.Fatalf("client %d: %d", i, resp.StatusCode)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if most > 2 {
+		t.Fatalf("%d upstreams ran at once, want at most 2", most)
+	}
+}
+
+// slowClosing is closing whose connection runs closed after it closed.
+type slowClosing struct {
+	closing
+	closed func()
+}
+
+func (c slowClosing) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := c.closing.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return closeHook{conn, c.closed}, nil
 }
