@@ -1,6 +1,7 @@
 package mcpproxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -145,7 +146,7 @@ func (h *HTTPHandler) readBody(w http.ResponseWriter, r *http.Request) (jsonrpc.
 		}
 		return nil, nil
 	}
-	if trimmed := strings.TrimLeft(string(body[:min(len(body), 64)]), " \t\r\n"); strings.HasPrefix(trimmed, "[") {
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 		writeRPCError(w, http.StatusBadRequest, jsonrpc.ID{}, jsonrpc.CodeInvalidRequest, msgBatch)
 		return nil, nil
 	}

@@ -120,7 +120,8 @@ func TestListenBatchRefused(t *testing.T) {
 		t.Fatalf("initialize: %d", status)
 	}
 	rawPOST(t, r.srv.URL, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, "Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-03-26")
-	for _, batch := range []string{`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`, ` [{"jsonrpc":"2.0","method":"notifications/initialized"}]`, `[]`} {
+	for _, batch := range []string{`[{"jsonrpc":"2.0","id":7,"method":"ping"}]`, ` [{"jsonrpc":"2.0","method":"notifications/initialized"}]`, `[]`,
+		strings.Repeat(" \n", 100) + `[{"jsonrpc":"2.0","id":9,"method":"ping"}]`} {
 		status, body, _ := rawPOST(t, r.srv.URL, batch, "Mcp-Session-Id", id, "Mcp-Protocol-Version", "2025-03-26")
 		if status != http.StatusBadRequest || !strings.Contains(body, "batches are not supported") || !strings.Contains(body, `"code":-32600`) {
 			t.Errorf("batch %q: %d %q", batch, status, body)
