@@ -410,19 +410,7 @@ func (o *Offloader) maskText(ctx context.Context, call Call, text string) (*Offl
 	}
 	o = o.forTool(call.Tool)
 	// A read-only view of the string's bytes (see Offload).
-	b := unsafe.Slice(unsafe.StringData(text), len(text))
-	n := int64(len(b))
-	if o.binding == nil || o.binding.store == nil {
-		return o.failed(ctx, text, b, Failed, NoAuthorizedWorkspace, n)
-	}
-	if n > o.policy.maxBytes() {
-		return o.failed(ctx, text, b, Failed, ExceedsMaxArtifactSize, n)
-	}
-	st := storing{o: o, call: call, size: n, bytes: b, orig: text, mask: true}
-	if err := st.digestBytes(ctx); err != nil {
-		return st.abort(err)
-	}
-	return st.decide(ctx)
+	return o.offloadBytes(ctx, call, text, unsafe.Slice(unsafe.StringData(text), len(text)), true)
 }
 
 // maskRecovered reports the decision that masks a recovered segment: it

@@ -172,7 +172,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 		// to, and never handed out (kept gives the host the string back).
 		b = unsafe.Slice(unsafe.StringData(str), len(str))
 	}
-	return o.offloadBytes(ctx, call, result, b)
+	return o.offloadBytes(ctx, call, result, b, false)
 }
 
 // Store decides result like Offload, except that it stores it whatever its
@@ -201,7 +201,7 @@ func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadR
 	if isStr {
 		b = []byte(str)
 	}
-	return o.offloadBytes(ctx, call, result, b)
+	return o.offloadBytes(ctx, call, result, b, false)
 }
 
 // recovered returns result's recovered segment, which is inlined whatever
@@ -264,7 +264,10 @@ func kept(orig any, b []byte) *OffloadResult {
 	return &OffloadResult{Original: orig, content: b}
 }
 
-func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte) (*OffloadResult, error) {
+// offloadBytes runs step 5 of docs/offload.md for byte input; mask stores
+// it for a history over its budget (reason history_budget, the mask as its
+// notice).
+func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte, mask bool) (*OffloadResult, error) {
 	n := int64(len(b))
 	if o.binding == nil || o.binding.store == nil {
 		return o.failed(ctx, orig, b, Failed, NoAuthorizedWorkspace, n)
@@ -275,7 +278,7 @@ func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []b
 	// Hash (and classify, in parallel) first and write only if the
 	// workspace lacks the body: a result seen again costs no write at all
 	// (docs/offload.md: existing_reference writes nothing). The write reuses the digest.
-	st := storing{o: o, call: call, size: n, bytes: b, orig: orig}
+	st := storing{o: o, call: call, size: n, bytes: b, orig: orig, mask: mask}
 	if err := st.digestBytes(ctx); err != nil {
 		return st.abort(err)
 	}

@@ -62,7 +62,7 @@ func (st *storing) digested(p *workspace.Pending, ob *observed, err error) error
 		return err
 	}
 	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), ob.c.Kind().String(), ob.c.Lines()
-	if ob.c.Kind() == classify.JSON {
+	if ob.c.Kind() == classify.JSON && !st.mask { // a mask shows no shape
 		// Rendered now, while the recorder is at hand: the room it has
 		// depends only on what the notice's first lines say.
 		st.shapeLen = len(ob.shape.Append(st.shapeBuf[:0], shapeRoom(st.facts(), st.o.policy)))
