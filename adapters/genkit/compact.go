@@ -17,7 +17,7 @@ import (
 // string), in new parts marked like decided ones; requests, refs, roles and
 // the order stay. A response with extra content parts is never masked, nor
 // is a read tool's. Calls without a ref are paired by tool name and order.
-func compact(ctx context.Context, c *hybridctx.Compactor, reads map[string]bool, msgs []*ai.Message) error {
+func compact(ctx context.Context, c *hybridctx.Compactor, isRead func(string) bool, msgs []*ai.Message) error {
 	var calls []adaptkit.ToolCall
 	var results []adaptkit.ToolText
 	type at struct{ m, p int }
@@ -40,7 +40,7 @@ func compact(ctx context.Context, c *hybridctx.Compactor, reads map[string]bool,
 			}
 		}
 	}
-	texts, changed, err := adaptkit.CompactTexts(ctx, c, func(n string) bool { return reads[n] }, calls, results)
+	texts, changed, err := adaptkit.CompactTexts(ctx, c, isRead, calls, results)
 	if err != nil {
 		return err
 	}

@@ -79,9 +79,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 	if opts != nil {
 		names, hook, obs = opts.Names, opts.OnDecision, opts.Compaction
 	}
-	n := adaptkit.NamesFor(off, names)
-	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
-		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
+	isRead := adaptkit.IsReadTool(off, names)
 	history := adaptkit.NewCompactor(off, obs)
 	return func(next core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk]) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
 		return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {
@@ -90,7 +88,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 					continue
 				}
 				for i, p := range m.Content {
-					if p == nil || !p.IsToolResponse() || p.ToolResponse == nil || reads[p.ToolResponse.Name] {
+					if p == nil || !p.IsToolResponse() || p.ToolResponse == nil || isRead(p.ToolResponse.Name) {
 						continue
 					}
 					if _, done := p.Metadata[MetadataKey]; done {
@@ -104,7 +102,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 				}
 			}
 			if history != nil {
-				if err := compact(ctx, history, reads, req.Messages); err != nil {
+				if err := compact(ctx, history, isRead, req.Messages); err != nil {
 					return nil, err
 				}
 			}
@@ -206,13 +204,6 @@ func partPayload(p *ai.Part) (any, bool) {
 		return b, true
 	}
 	return nil, false
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }
 
 // ReadTools returns the read tools over reh (read_artifact,

@@ -24,15 +24,33 @@ import (
 // The error wraps hybridctx.ErrInvalidHistory for a response without its
 // call, two for one call or a call without its response, or is the
 // context's; msgs is then returned unchanged.
+//
+// Compact builds its compactor anew; a loop that compacts before every
+// model call keeps one Compactor instead, so the token counts of messages
+// it saw are not counted again.
 func Compact(ctx context.Context, off *hybridctx.Offloader, msgs []llms.MessageContent, opts *Options) ([]llms.MessageContent, error) {
+	return NewCompactor(off, opts).Compact(ctx, msgs)
+}
+
+// Compactor is Compact for one Offloader and Options, kept across model
+// calls. It is safe for concurrent use.
+type Compactor struct {
+	c      *hybridctx.Compactor
+	isRead func(string) bool
+}
+
+// NewCompactor returns the Compactor of off under opts (nil: defaults).
+func NewCompactor(off *hybridctx.Offloader, opts *Options) *Compactor {
 	var names readtools.Names
 	var obs hybridctx.CompactionObserver
 	if opts != nil {
 		names, obs = opts.Names, opts.Compaction
 	}
-	n := adaptkit.NamesFor(off, names)
-	reads := map[string]bool{orDefault(n.Read, readtools.DefaultReadName): true,
-		orDefault(n.Search, readtools.DefaultSearchName): true, orDefault(n.Query, readtools.DefaultQueryName): true}
+	return &Compactor{c: adaptkit.NewCompactor(off, obs), isRead: adaptkit.IsReadTool(off, names)}
+}
+
+// Compact is the package's Compact with c's compactor.
+func (c *Compactor) Compact(ctx context.Context, msgs []llms.MessageContent) ([]llms.MessageContent, error) {
 	var calls []adaptkit.ToolCall
 	var results []adaptkit.ToolText
 	var at [][2]int
@@ -51,7 +69,7 @@ func Compact(ctx context.Context, off *hybridctx.Offloader, msgs []llms.MessageC
 			}
 		}
 	}
-	texts, changed, err := adaptkit.CompactTexts(ctx, adaptkit.NewCompactor(off, obs), func(n string) bool { return reads[n] }, calls, results)
+	texts, changed, err := adaptkit.CompactTexts(ctx, c.c, c.isRead, calls, results)
 	if err != nil || texts == nil {
 		return msgs, err
 	}
@@ -71,11 +89,4 @@ func Compact(ctx context.Context, off *hybridctx.Offloader, msgs []llms.MessageC
 		out[i].Parts[j] = r
 	}
 	return out, nil
-}
-
-func orDefault(s, d string) string {
-	if s == "" {
-		return d
-	}
-	return s
 }

@@ -99,3 +99,31 @@ func TestCompact(t *testing.T) {
 		t.Fatalf("no budget: %v", err)
 	}
 }
+
+// TestCompactor: one Compactor kept across model calls gives what Compact
+// gives, call after call, and steps only when over the budget.
+func TestCompactor(t *testing.T) {
+	env := adapttest.New(t, &hybridctx.Policy{InlineThreshold: 4096, History: hybridctx.HistoryPolicy{Budget: 3000, KeepRecent: 2}})
+	ctx := context.Background()
+	sum := sink.NewSummary()
+	c := hybridlc.NewCompactor(env.Off, &hybridlc.Options{Compaction: sum})
+	msgs := history(8)
+	got, err := c.Compact(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := hybridlc.Compact(ctx, env.Off, msgs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if string(g) != string(w) || string(g) == func() string { b, _ := json.Marshal(msgs); return string(b) }() {
+		t.Fatalf("Compactor and Compact differ, or nothing was masked:\n%.300s\n%.300s", g, w)
+	}
+	// The compacted history is within the budget: the next call keeps it.
+	again, err := c.Compact(ctx, got)
+	if a, _ := json.Marshal(again); err != nil || string(a) != string(g) || sum.Report().History.Compactions != 1 {
+		t.Fatalf("second call: %v, %d steps", err, sum.Report().History.Compactions)
+	}
+}

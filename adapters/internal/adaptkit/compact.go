@@ -34,11 +34,6 @@ func NewCompactor(off *hybridctx.Offloader, obs hybridctx.CompactionObserver) *h
 	return c
 }
 
-// ObserveCompactions makes d tell obs of every compaction step.
-func (d *Dispatcher) ObserveCompactions(obs hybridctx.CompactionObserver) {
-	d.compact = NewCompactor(d.off, obs)
-}
-
 // CompactTexts applies the history budget of c's policy (see
 // docs/history.md) to the tool results of one SDK history, before a model
 // call: it returns the new text of each result and whether it changed, or

@@ -19,22 +19,6 @@ type Dispatcher struct {
 	compact *hybridctx.Compactor // nil without a history budget
 }
 
-// NewDispatcher returns a Dispatcher deciding results with off and serving
-// the read tools with reh, named as off's notices name them unless names
-// overrides them, capped at budget (0: the default). hook, when non-nil,
-// sees every decision of a host tool.
-func NewDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, names readtools.Names, budget int64,
-	hook func(context.Context, string, *hybridctx.OffloadResult)) (*Dispatcher, error) {
-	if off == nil {
-		return nil, ErrNilOffloader
-	}
-	reads, err := NewReads(reh, NamesFor(off, names), budget)
-	if err != nil {
-		return nil, err
-	}
-	return &Dispatcher{off: off, reads: reads, hook: hook, compact: NewCompactor(off, nil)}, nil
-}
-
 // HandlerOptions tune the Handler of an SDK adapter (anthropic, openai),
 // which exports them as its Options. A nil *HandlerOptions means defaults.
 type HandlerOptions struct {
@@ -52,21 +36,24 @@ type HandlerOptions struct {
 	Compaction hybridctx.CompactionObserver
 }
 
-// NewHandlerDispatcher returns the Dispatcher of an SDK adapter's Handler
-// under opts: NewDispatcher, and the compaction observer when opts has one.
+// NewHandlerDispatcher returns the Dispatcher of an SDK adapter's Handler:
+// it decides results with off and serves the read tools with reh, named as
+// off's notices name them unless opts overrides them, capped at opts'
+// budget; opts' hook sees every decision of a host tool and its observer
+// every compaction step.
 func NewHandlerDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *HandlerOptions) (*Dispatcher, error) {
 	var o HandlerOptions
 	if opts != nil {
 		o = *opts
 	}
-	d, err := NewDispatcher(off, reh, o.Names, o.Budget, o.OnDecision)
+	if off == nil {
+		return nil, ErrNilOffloader
+	}
+	reads, err := NewReads(reh, NamesFor(off, o.Names), o.Budget)
 	if err != nil {
 		return nil, err
 	}
-	if o.Compaction != nil {
-		d.ObserveCompactions(o.Compaction)
-	}
-	return d, nil
+	return &Dispatcher{off: off, reads: reads, hook: o.OnDecision, compact: NewCompactor(off, o.Compaction)}, nil
 }
 
 // Tools returns the read tools' SDK-neutral definitions.

@@ -10,7 +10,6 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/adapters/internal/adaptkit"
 	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
-	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // TestDispatcher: reads are answered without run; a host tool's result is
@@ -19,14 +18,14 @@ import (
 func TestDispatcher(t *testing.T) {
 	env := adapttest.New(t, nil)
 	ctx := context.Background()
-	if _, err := adaptkit.NewDispatcher(nil, env.Reh, readtools.Names{}, 0, nil); !errors.Is(err, adaptkit.ErrNilOffloader) {
+	if _, err := adaptkit.NewHandlerDispatcher(nil, env.Reh, nil); !errors.Is(err, adaptkit.ErrNilOffloader) {
 		t.Fatalf("nil offloader: %v", err)
 	}
 	var seen []string
-	d, err := adaptkit.NewDispatcher(env.Off, env.Reh, readtools.Names{}, 0,
-		func(_ context.Context, tool string, out *hybridctx.OffloadResult) {
+	d, err := adaptkit.NewHandlerDispatcher(env.Off, env.Reh, &adaptkit.HandlerOptions{
+		OnDecision: func(_ context.Context, tool string, out *hybridctx.OffloadResult) {
 			seen = append(seen, tool+":"+out.Outcome().String())
-		})
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,6 +31,20 @@ func NamesFor(off *hybridctx.Offloader, override readtools.Names) readtools.Name
 	return n
 }
 
+// IsReadTool returns whether a tool is one of the read tools named by
+// NamesFor(off, override): their answers are never masked.
+func IsReadTool(off *hybridctx.Offloader, override readtools.Names) func(tool string) bool {
+	n := NamesFor(off, override)
+	set := map[string]bool{}
+	for _, name := range [][2]string{{n.Read, readtools.DefaultReadName}, {n.Search, readtools.DefaultSearchName}, {n.Query, readtools.DefaultQueryName}} {
+		if name[0] == "" {
+			name[0] = name[1]
+		}
+		set[name[0]] = true
+	}
+	return func(tool string) bool { return set[tool] }
+}
+
 // Read answers one read tool call as the text the model sees: the exact
 // answer (and its continuation note), or the categorical refusal with
 // IsError. A cancelled context or an unknown name is the categorical
