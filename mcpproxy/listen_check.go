@@ -101,13 +101,17 @@ func (h *HTTPHandler) checkOrigins(r *http.Request, loopback bool, port string) 
 	return true
 }
 
+// ErrInvalidOrigin is the error of an HTTPOptions.AllowOrigins entry that
+// is not scheme://host[:port]; it wraps ErrInvalidOptions.
+var ErrInvalidOrigin = fmt.Errorf("%w: an allowed origin must be scheme://host[:port]", ErrInvalidOptions)
+
 // normalizeOrigins returns the canonical forms of allowed origins.
 func normalizeOrigins(list []string) (map[string]bool, error) {
 	m := map[string]bool{}
 	for _, s := range list {
 		c, ok := originOf(s)
 		if !ok {
-			return nil, fmt.Errorf("%w: an allowed origin must be scheme://host[:port]", ErrInvalidOptions)
+			return nil, ErrInvalidOrigin
 		}
 		m[c] = true
 	}

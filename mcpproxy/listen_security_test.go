@@ -85,7 +85,7 @@ func TestListenOriginChecks(t *testing.T) {
 			t.Errorf("origins %q: %d %q", c.origins, status, body)
 		}
 	}
-	if _, err := NewHTTPHandler(r.session, &HTTPOptions{AllowOrigins: []string{"localhost:5173"}}); !errors.Is(err, ErrInvalidOptions) {
+	if _, err := NewHTTPHandler(r.session, &HTTPOptions{AllowOrigins: []string{"localhost:5173"}}); !errors.Is(err, ErrInvalidOrigin) || !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("an origin without a scheme: %v", err)
 	}
 }

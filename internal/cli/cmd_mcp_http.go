@@ -220,7 +220,7 @@ func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags,
 		return p, upstream(), nil
 	}, &mcpproxy.HTTPOptions{MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Token: token, MaxRequestBytes: int64(maxBody),
 		AllowOrigins: f.allowOrigins})
-	if err != nil && len(f.allowOrigins) > 0 {
+	if errors.Is(err, mcpproxy.ErrInvalidOrigin) {
 		return usagef("--allow-origin: each must be scheme://host[:port], for example http://localhost:5173")
 	} else if err != nil {
 		return usagef("%v", err)
