@@ -133,7 +133,7 @@ func TestViewNames(t *testing.T) {
 	if _, err := newRehydrationDiagnostics(0, Resolved, DigestVerified, 1, 1, goodRef, 0); !errors.Is(err, errOutOfRange) {
 		t.Fatalf("rehydration without view: %v", err)
 	}
-	for _, r := range []Reason{NotJSON, FilterError, LimitExceeded} {
+	for _, r := range []Reason{NotJSON, FilterError, LimitExceeded, Busy} {
 		d, err := newRehydrationDiagnostics(ViewQuery, ViewFailed, r, 0, 10, goodRef, 0)
 		if err != nil || d.View() != ViewQuery || d.Outcome().Operation() != OpRehydration {
 			t.Fatalf("%v: %v", r, err)

@@ -73,6 +73,12 @@ const (
 	// HistoryBudget: a history over its budget masked the result (see
 	// docs/history.md). Valid for offloaded and existing_reference.
 	HistoryBudget
+	// Busy: a query view found every query slot of its QueryLimiter taken
+	// for longer than the limiter's wait (docs/rehydration.md).
+	Busy
+	// ToolArgument: a verified body handed to a tool as an argument in
+	// place of its reference (docs/gateway.md). Valid for resolved.
+	ToolArgument
 )
 
 // View says what a rehydration turned the verified body into (docs/rehydration.md). Every
@@ -121,7 +127,7 @@ var reasonNames = [...]string{
 	DigestMismatch: "digest_mismatch", BodyMissing: "body_missing", OwnerMismatch: "owner_mismatch",
 	BudgetExceeded: "budget_exceeded", MalformedReference: "malformed_reference",
 	NotJSON: "not_json", FilterError: "filter_error", LimitExceeded: "limit_exceeded",
-	HistoryBudget: "history_budget",
+	HistoryBudget: "history_budget", Busy: "busy", ToolArgument: "tool_argument",
 }
 
 func name(names []string, v uint8, kind string) string {
@@ -166,13 +172,13 @@ var validPairs = [...][]Reason{
 	ExistingReference: {ExistingContentMatch, HistoryBudget},
 	Failed:            {NoAuthorizedWorkspace, ExceedsMaxArtifactSize, WorkspaceWriteFailed, WorkspaceReadFailed},
 	RecoveryRequired:  {CanceledAfterWrite, RecordCommitFailed},
-	Resolved:          {DigestVerified},
+	Resolved:          {DigestVerified, ToolArgument},
 	Stale:             {DigestMismatch},
 	Missing:           {BodyMissing},
 	Unauthorized:      {OwnerMismatch},
 	OverBudget:        {BudgetExceeded},
 	InvalidReference:  {MalformedReference},
-	ViewFailed:        {NotJSON, FilterError, LimitExceeded},
+	ViewFailed:        {NotJSON, FilterError, LimitExceeded, Busy},
 }
 
 // NumOutcomes is one more than the largest Outcome, so tables indexed by
@@ -180,7 +186,7 @@ var validPairs = [...][]Reason{
 const NumOutcomes = int(ViewFailed) + 1
 
 // NumReasons is one more than the largest Reason.
-const NumReasons = int(HistoryBudget) + 1
+const NumReasons = int(ToolArgument) + 1
 
 // ValidPair reports whether reason is one of the reasons outcome can have.
 func ValidPair(o Outcome, r Reason) bool {

@@ -38,6 +38,28 @@ func (c *collector) all() []*hybridctx.Event {
 	return append([]*hybridctx.Event(nil), c.events...)
 }
 
+// decisions returns the decision events kept (offload and rehydration).
+func (c *collector) decisions() []*hybridctx.Event {
+	var out []*hybridctx.Event
+	for _, e := range c.all() {
+		if e.Diagnostics != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// compactions returns the history_compaction events kept.
+func (c *collector) compactions() []*hybridctx.Event {
+	var out []*hybridctx.Event
+	for _, e := range c.all() {
+		if e.Compaction != nil {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
 // env is one binding over an instrumented memory store, with a reporter.
 type env struct {
 	mem    *memstore.Store

@@ -20,7 +20,11 @@ const (
 	// FormInline is a tool result as the tool returned it (or any other
 	// text a tool message holds, such as a tool error).
 	FormInline ResultForm = iota + 1
-	// FormNotice is the notice of a stored result, or a mask.
+	// FormNotice is the notice of a stored result, or a mask: a text that
+	// reads like one (ParseStoredText). The compactor masks it without
+	// storing it only when it is byte for byte the owner's notice, and
+	// stores any other text first (docs/history.md, "Notices and masks in
+	// a history").
 	FormNotice
 	// FormRecovered is a recovered segment (a read tool's answer).
 	FormRecovered
@@ -44,6 +48,18 @@ type HistoryResult struct {
 	// counts against the budget but is never masked, like an excluded
 	// tool's.
 	Keep bool
+	// Ordered says that CallsBefore is set: the result comes after exactly
+	// the first CallsBefore of the history's calls, and the call it answers
+	// must be one of them (a result before its call is a *HistoryError,
+	// ProblemResultBeforeCall). Integrations that walk a history in order
+	// set both; without Ordered the order is not checked.
+	Ordered     bool
+	CallsBefore int
+	// Input is the arguments of the call the message answers, as JSON
+	// (empty when the integration does not pass them). With
+	// HistoryPolicy.MaskInputs its long strings are masked, and it weighs
+	// against the budget with the result.
+	Input string
 }
 
 // RecoveredResult returns the history entry of a tool message holding the
@@ -67,6 +83,10 @@ type CompactedResult struct {
 	Decision *OffloadResult
 	// Failed is true when masking the message failed: it stays as it was.
 	Failed bool
+	// Input is the call's new arguments: the input's, or with its long
+	// strings masked. InputDecisions are the decisions that stored them.
+	Input          string
+	InputDecisions []*OffloadResult
 }
 
 // Shortfall says why a history is still over its budget after a step.
@@ -100,6 +120,10 @@ func (s Shortfall) MarshalText() ([]byte, error) { return []byte(s.String()), ni
 type HistorySize struct {
 	Bytes  int64 `json:"bytes"`
 	Tokens int64 `json:"tokens"`
+	// InputBytes and InputTokens are the part of Bytes and Tokens that is
+	// tool-call inputs (HistoryResult.Input).
+	InputBytes  int64 `json:"input_bytes,omitempty"`
+	InputTokens int64 `json:"input_tokens,omitempty"`
 }
 
 // Compaction is the answer of Compactor.Compact: one CompactedResult per
@@ -111,14 +135,19 @@ type Compaction struct {
 	// step ran (it may still have masked nothing).
 	Stepped bool
 	// Masked counts the messages this step masked; Failed those whose
-	// offload failed.
-	Masked, Failed int
+	// offload failed (an input string that could not be stored counts
+	// too). InputsMasked counts the input strings masked.
+	Masked, Failed, InputsMasked int
 	// Before and After weigh the tool content.
 	Before, After HistorySize
 	// OverBudget is true when the tool content is still over the budget
 	// after the step; Shortfall says why.
 	OverBudget bool
 	Shortfall  Shortfall
+	// Step is the snapshot the step's history_compaction event carries (the
+	// identical instance), or nil when Compact neither stepped nor masked an
+	// input, and reported nothing.
+	Step *CompactionStep
 }
 
 // ErrInvalidHistory is wrapped by *HistoryError.
@@ -137,6 +166,7 @@ type HistoryError struct {
 // The problems a HistoryError names.
 const (
 	ProblemResultWithoutCall = "tool result answers no tool call"
+	ProblemResultBeforeCall  = "tool result comes before its tool call"
 	ProblemTwoResults        = "two tool results answer one call"
 	ProblemOpenCall          = "tool call has no result"
 	ProblemDuplicateCall     = "two tool calls share an id"
@@ -154,7 +184,8 @@ func (e *HistoryError) Error() string {
 func (e *HistoryError) Unwrap() error { return ErrInvalidHistory }
 
 // CompactionObserver learns of every compaction step (sink.Summary is
-// one). It must be safe for concurrent use and must not fail.
+// one), as the step's history_compaction event does. It must be safe for
+// concurrent use and must not fail.
 type CompactionObserver interface {
 	ObserveCompaction(c *Compaction)
 }
@@ -169,23 +200,15 @@ type CompactorOptions struct {
 var ErrNoHistoryOffloader = errors.New("compactor needs an offloader")
 
 // Compactor keeps a history within its policy's budget (Policy.History),
-// losslessly: it masks the oldest tool results to references the read tools
-// resolve. It is framework-neutral: each integration turns its messages
+// losslessly: it masks tool results to references the read tools resolve. It is framework-neutral: each integration turns its messages
 // into HistoryResults and back. Safe for concurrent use.
 type Compactor struct {
 	off *Offloader
 	obs CompactionObserver
 
-	mu     sync.Mutex
-	seed   maphash.Seed
-	counts map[textKey]int64 // token counts of texts seen, with a Tokenizer
-}
-
-// textKey identifies a text the count cache saw without holding it: a
-// conversation's texts stay the caller's to free.
-type textKey struct {
-	hash uint64
-	n    int
+	seeds [2]maphash.Seed
+	mu    sync.Mutex
+	cache textCache // token counts and notice verdicts of texts seen
 }
 
 // NewCompactor returns a Compactor masking through off, under off's policy.
@@ -193,7 +216,7 @@ func NewCompactor(off *Offloader, opts *CompactorOptions) (*Compactor, error) {
 	if off == nil {
 		return nil, ErrNoHistoryOffloader
 	}
-	c := &Compactor{off: off, seed: maphash.MakeSeed()}
+	c := &Compactor{off: off, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 	if opts != nil {
 		c.obs = opts.Observer
 	}
@@ -205,21 +228,28 @@ func (c *Compactor) Offloader() *Offloader { return c.off }
 
 // Compact applies the history budget to the tool results of one history
 // (see docs/history.md): nothing changes while their content is at most
-// the budget; once over it, the oldest maskable results (not among the
-// policy's KeepRecent most recent, not of an excluded tool, not masked yet,
-// and longer than their mask would be) are masked, oldest first, until the
-// content is at most the low water mark, in one step. Masking an inline
+// the budget; once over it, maskable results (not among the policy's
+// KeepRecent most recent, not of an excluded tool, not masked yet, and
+// longer than their mask would be) are masked, newest first, until the
+// content is at most the low water mark, in one step. Newest first keeps
+// the step's first change, and so the cached prefix it invalidates, as late
+// in the history as the step allows (docs/history.md, "Watermarks"). Masking an inline
 // result stores it (one offload_decision event, reason history_budget);
-// masking a notice only shrinks it (no decision); masking a recovered
-// segment points to its source and stores nothing (one event, content
-// recovered_context). A result whose offload fails stays as it was and the
+// masking a notice only shrinks it (no decision) when it is byte for byte
+// the notice the owner's record and body render, and stores it like an
+// inline result otherwise; masking a recovered segment points to its
+// source and stores nothing (one event, content recovered_context). A result whose offload fails stays as it was and the
 // next one is tried.
 //
 // calls are the ids of every tool call of the history, in order; results
 // its tool messages, in order. A history whose results and calls do not pair
-// one to one is a *HistoryError and nothing changes. A cancelled context
+// one to one, or with a result placed before its call (HistoryResult.Ordered),
+// is a *HistoryError and nothing changes. A cancelled context
 // returns its error and the caller keeps its history as it was. Compact is
-// deterministic, and a compacted history compacts to itself.
+// deterministic, and a compacted history compacts to itself. A call that
+// stepped or masked an input reports exactly one history_compaction event
+// through the context's reporter, after the decisions of its masks
+// (docs/diagnostics.md); a call that did neither reports none.
 func (c *Compactor) Compact(ctx context.Context, calls []string, results []HistoryResult) (*Compaction, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -228,26 +258,43 @@ func (c *Compactor) Compact(ctx context.Context, calls []string, results []Histo
 		return nil, err
 	}
 	p := c.off.policy
+	h := p.History
+	c.mu.Lock()
+	c.cache.fit(len(results))
+	c.mu.Unlock()
 	out := &Compaction{Results: make([]CompactedResult, len(results))}
-	weights := make([]int64, len(results))
+	weights := make([]int64, len(results)) // each result's, its input's included
 	var total int64
 	for i, r := range results {
-		out.Results[i] = CompactedResult{Text: r.Text, Form: r.Form}
+		out.Results[i] = CompactedResult{Text: r.Text, Form: r.Form, Input: r.Input}
 		b, t := int64(len(r.Text)), c.tokens(r.Text)
-		out.Before.Bytes += b
-		out.Before.Tokens += t
-		weights[i] = c.weight(b, t)
+		ib, it := int64(len(r.Input)), c.inputTokens(r.Input)
+		out.Before.add(b, t, ib, it)
+		if h.MaskInputs && r.Input != "" && !h.excluded(r.Call.Tool) {
+			in, ds, failed, err := c.maskInput(ctx, r)
+			if err != nil && ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			if err != nil {
+				failed++
+			}
+			out.Failed += failed
+			out.InputsMasked += len(ds)
+			out.Results[i].Input, out.Results[i].InputDecisions = in, ds
+			ib, it = int64(len(in)), c.inputTokens(in)
+		}
+		out.After.add(b, t, ib, it)
+		weights[i] = c.weight(b, t) + c.weight(ib, it)
 		total += weights[i]
 	}
-	out.After = out.Before
-	h := p.History
 	if !h.Enabled() || total <= h.Budget {
+		c.done(ctx, out)
 		return out, nil
 	}
 	out.Stepped = true
 	excluded := false
 	low, last := h.LowWaterMark(), len(results)-h.Recent()
-	for i := 0; i < last && total > low; i++ {
+	for i := last - 1; i >= 0 && total > low; i-- {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -268,10 +315,12 @@ func (c *Compactor) Compact(ctx context.Context, calls []string, results []Histo
 			continue
 		}
 		b, t := int64(len(res.Text)), c.tokens(res.Text)
-		w := c.weight(b, t)
+		in := out.Results[i].Input
+		w := c.weight(b, t) + c.weight(int64(len(in)), c.inputTokens(in))
 		total += w - weights[i]
 		out.After.Bytes += b - int64(len(r.Text))
 		out.After.Tokens += t - c.tokens(r.Text)
+		res.Input, res.InputDecisions = out.Results[i].Input, out.Results[i].InputDecisions
 		out.Results[i] = res
 		out.Masked++
 	}
@@ -288,10 +337,30 @@ func (c *Compactor) Compact(ctx context.Context, calls []string, results []Histo
 			out.Shortfall = ShortMasks
 		}
 	}
+	c.done(ctx, out)
+	return out, nil
+}
+
+// done reports a Compact call that stepped or masked an input: exactly one
+// history_compaction event (docs/diagnostics.md) and one call of the
+// observer; nothing for a call that did neither.
+func (c *Compactor) done(ctx context.Context, out *Compaction) {
+	out.Step = newCompactionStep(out)
+	if out.Step == nil {
+		return
+	}
+	reportCompaction(ctx, c.off.clock, out.Step)
 	if c.obs != nil {
 		c.obs.ObserveCompaction(out)
 	}
-	return out, nil
+}
+
+// add weighs one result (b bytes, t tokens) and its input (ib, it).
+func (s *HistorySize) add(b, t, ib, it int64) {
+	s.Bytes += b + ib
+	s.Tokens += t + it
+	s.InputBytes += ib
+	s.InputTokens += it
 }
 
 func sum(v []int64) int64 {
@@ -311,32 +380,40 @@ func (c *Compactor) weight(bytes, tokens int64) int64 {
 	return bytes
 }
 
-// maxCountCache bounds the token counts a Compactor remembers.
-const maxCountCache = 8192
-
 // tokens counts text with the policy's tokenizer, remembering the counts of
-// the texts it saw: a history is weighed before every model call, and most
-// of it is the same from one call to the next.
+// the texts it saw (textCache): a history is weighed before every model
+// call, and most of it is the same from one call to the next.
 func (c *Compactor) tokens(text string) int64 {
 	p := c.off.policy
 	if p.Tokenizer == nil || len(text) < 64 {
 		return p.tokens(text)
 	}
-	k := textKey{maphash.String(c.seed, text), len(text)}
+	if _, ok := p.Tokenizer.(EstimateTokens); ok {
+		return p.tokens(text) // from the length alone
+	}
+	k := c.key(text)
 	c.mu.Lock()
-	n, ok := c.counts[k]
+	n := int64(-1)
+	if f := c.cache.get(k); f != nil {
+		n = f.tokens
+	}
 	c.mu.Unlock()
-	if ok {
+	if n >= 0 {
 		return n
 	}
 	n = p.tokens(text)
 	c.mu.Lock()
-	if c.counts == nil || len(c.counts) >= maxCountCache {
-		c.counts = map[textKey]int64{}
-	}
-	c.counts[k] = n
+	c.cache.put(k).tokens = n
 	c.mu.Unlock()
 	return n
+}
+
+// inputTokens counts a call's input; most integrations pass none.
+func (c *Compactor) inputTokens(in string) int64 {
+	if in == "" {
+		return 0
+	}
+	return c.tokens(in)
 }
 
 // mask returns what r becomes when masked: Masked false when masking would
@@ -347,20 +424,18 @@ func (c *Compactor) mask(ctx context.Context, r HistoryResult) (CompactedResult,
 	p := c.off.forTool(r.Call.Tool).policy
 	switch r.Form {
 	case FormNotice:
+		// Only the notice the owner's record and body render, byte for
+		// byte, is masked without being stored (history_notice.go); any
+		// other text that reads like a notice or a mask is inline and
+		// stored below. A mask needs no check: it is at most MaxMaskLen
+		// bytes, and a text that short is never masked, whatever it says.
 		st, _ := ParseStoredText(r.Text) // checked by checkPairing
-		if st.Masked {
-			return keep, nil
-		}
-		if c.off.holds(ctx, st.Ref) {
-			m := renderMask(p, st.Ref, st.Size, st.Lines, -1, st.Kind)
+		if m, ok := c.noticeMask(ctx, st, r.Text); ok {
 			if len(m) >= len(r.Text) {
 				return keep, nil
 			}
 			return CompactedResult{Text: m, Form: FormNotice, Masked: true}, nil
 		}
-		// A tool's own text that reads like a notice but names nothing
-		// this owner holds: masking it without storing it would lose it,
-		// so it is stored like any inline text (below).
 	case FormRecovered:
 		n := r.Length
 		if n == 0 {
@@ -392,25 +467,38 @@ func (c *Compactor) mask(ctx context.Context, r HistoryResult) (CompactedResult,
 	return CompactedResult{Text: d.Notice, Form: FormNotice, Masked: true, Decision: d}, nil
 }
 
-// holds reports whether the binding's owner has a record of ref: a
-// notice's reference is trusted only then.
-func (o *Offloader) holds(ctx context.Context, ref artifact.Ref) bool {
-	if o.binding == nil || o.binding.store == nil {
-		return false
-	}
-	_, err := o.binding.store.GetRecord(ctx, o.binding.owner, ref)
-	return err == nil
-}
-
 // maskText stores an inline result for a history over its budget: step 5
-// of docs/offload.md whatever its size, reason history_budget, and the mask as its notice.
+// of docs/offload.md whatever its size, reason history_budget, and the mask
+// as its notice. The body is stored as Offload stores it, without what
+// only a stored notice shows (its token count and outline).
 func (o *Offloader) maskText(ctx context.Context, call Call, text string) (*OffloadResult, error) {
 	if err := start(ctx, call); err != nil {
 		return nil, err
 	}
 	o = o.forTool(call.Tool)
-	// A read-only view of the string's bytes (see Offload).
-	return o.offloadBytes(ctx, call, text, unsafe.Slice(unsafe.StringData(text), len(text)), true)
+	// A read-only view of the string's bytes (see Offload). A copy cost a
+	// step that masks 167 stored inline results 32% more CPU and 2.7 times
+	// the memory (BENCHMARKS.md, "Speed code and its figures").
+	b := unsafe.Slice(unsafe.StringData(text), len(text))
+	n := int64(len(b))
+	if r := o.unstorable(n); r != 0 {
+		return o.failed(ctx, text, b, Failed, r, n)
+	}
+	st := storing{o: o, call: call, size: n, bytes: b, orig: text}
+	var ob observed
+	if err := st.digestBytes(ctx, &ob); err != nil {
+		return st.abort(err)
+	}
+	oc, r, err := st.attach(ctx)
+	switch {
+	case oc == 0:
+		return st.abort(err)
+	case oc != Offloaded && oc != ExistingReference:
+		return st.result(ctx, oc, r)
+	}
+	st.discard()
+	out := &OffloadResult{Ref: st.ref, Notice: renderMask(o.policy, st.ref, n, st.lines, -1, st.kind)}
+	return o.finish(ctx, out, oc, HistoryBudget, n)
 }
 
 // maskRecovered reports the decision that masks a recovered segment: it
@@ -442,8 +530,12 @@ func checkPairing(calls []string, results []HistoryResult) error {
 	}
 	answered := make(map[string]bool, len(results))
 	for i, r := range results {
-		if _, ok := ids[r.Call.ID]; !ok {
+		at, ok := ids[r.Call.ID]
+		if !ok {
 			return &HistoryError{Index: i, Problem: ProblemResultWithoutCall}
+		}
+		if r.Ordered && at >= r.CallsBefore {
+			return &HistoryError{Index: i, Problem: ProblemResultBeforeCall}
 		}
 		if answered[r.Call.ID] {
 			return &HistoryError{Index: i, Problem: ProblemTwoResults}

@@ -92,10 +92,13 @@ type StoredText struct {
 
 // ParseStoredText reports whether text is a notice of a stored result (docs/offload.md)
 // or a mask, and what it says: its first line is a canonical reference and
-// its second begins "<N> bytes, <L> lines, <kind>" ("<N> bytes, ≈<T> tokens,
-// <L> lines, <kind>" under a policy with a Tokenizer; or, for the mask of a
+// its second begins "<N> bytes, <L> lines, <kind>" ("<N> bytes, <T> tokens,
+// <L> lines, <kind>", or "≈<T> tokens", under a policy with a Tokenizer; or, for the mask of a
 // recovered segment, "<N> bytes at offset <O>, <kind>"). Adapters use it to
-// tell a notice from an inline result in a history they did not build.
+// tell a text that may be a notice from an inline result in a history they
+// did not build. It reads the text only: whether a text is the notice of a
+// body the owner holds is the Compactor's check (docs/history.md, "Notices
+// and masks in a history").
 func ParseStoredText(text string) (StoredText, bool) {
 	if len(text) < artifact.RefLen+1 || text[artifact.RefLen] != '\n' {
 		return StoredText{}, false
@@ -121,11 +124,11 @@ func ParseStoredText(text string) (StoredText, bool) {
 		st.Masked = true
 	case strings.HasPrefix(line, " bytes, "):
 		line = line[len(" bytes, "):]
-		if strings.HasPrefix(line, "≈") { // a policy with a Tokenizer: "≈<T> tokens, "
-			if _, line, ok = leadingInt(line[len("≈"):]); !ok || !strings.HasPrefix(line, " tokens, ") {
-				return StoredText{}, false
-			}
-			line = line[len(" tokens, "):]
+		// A policy with a Tokenizer: "<T> tokens, " or "≈<T> tokens, ".
+		if _, rest, ok := leadingInt(strings.TrimPrefix(line, "≈")); ok && strings.HasPrefix(rest, " tokens, ") {
+			line = rest[len(" tokens, "):]
+		} else if strings.HasPrefix(line, "≈") {
+			return StoredText{}, false
 		}
 		if st.Lines, line, ok = leadingInt(line); !ok || !strings.HasPrefix(line, " lines") {
 			return StoredText{}, false

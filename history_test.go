@@ -70,10 +70,10 @@ func TestCompactWatermarks(t *testing.T) {
 	if got.Before.Bytes != 11000 || got.After.Bytes > 5000 {
 		t.Fatalf("bytes %d → %d, want ≤ 5000", got.Before.Bytes, got.After.Bytes)
 	}
-	masked := 0
+	masked, last := 0, len(rs)-1 // KeepRecent 1
 	for i, r := range got.Results {
-		if r.Masked != (i < got.Masked) {
-			t.Fatalf("result %d masked=%v: masking is oldest first", i, r.Masked)
+		if r.Masked != (i < last && i >= last-got.Masked) {
+			t.Fatalf("result %d masked=%v: masking is newest first, below the recent ones", i, r.Masked)
 		}
 		if r.Masked {
 			masked++
@@ -85,10 +85,10 @@ func TestCompactWatermarks(t *testing.T) {
 			t.Fatal("an unmasked result changed")
 		}
 	}
-	if ev := e.events.all(); len(ev) != masked || masked != 8 {
+	if ev := e.events.decisions(); len(ev) != masked || masked != 8 {
 		t.Fatalf("%d events for %d masks, want 8", len(ev), masked)
 	}
-	for _, ev := range e.events.all() {
+	for _, ev := range e.events.decisions() {
 		if ev.Diagnostics.Reason() != hybridctx.HistoryBudget || ev.Diagnostics.Content() != hybridctx.ToolResult {
 			t.Fatalf("event %v", ev.Diagnostics)
 		}
@@ -168,8 +168,8 @@ func TestCompactNoticeAndRecovered(t *testing.T) {
 		t.Fatalf("segment mask %q", rec.Text)
 	}
 	ev := e.events.all()[n0:]
-	if len(ev) != 1 || ev[0].Diagnostics != rec.Decision.Diagnostics() {
-		t.Fatalf("want one event, the decision's own: %d", len(ev))
+	if len(ev) != 2 || ev[0].Diagnostics != rec.Decision.Diagnostics() || ev[1].Compaction != got.Step {
+		t.Fatalf("want the decision's own event, then the step's: %d", len(ev))
 	}
 	d := ev[0].Diagnostics
 	if d.Content() != hybridctx.RecoveredContext || d.Outcome() != hybridctx.ExistingReference || d.Reason() != hybridctx.HistoryBudget {
@@ -274,7 +274,8 @@ func TestCompactFailedOffloadTriesNext(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !got.Results[0].Failed || got.Results[0].Text != rs[0].Text || !got.Results[1].Masked || !got.Results[2].Masked {
+	// Newest first: result 2's offload fails, 1 and 0 are masked.
+	if !got.Results[2].Failed || got.Results[2].Text != rs[2].Text || !got.Results[1].Masked || !got.Results[0].Masked {
 		t.Fatalf("results %+v", got.Results)
 	}
 	if got.Failed != 1 || got.OverBudget {
@@ -329,10 +330,15 @@ func TestCompactIdempotentAndDeterministic(t *testing.T) {
 			t.Fatalf("second run %v", d.Outcome())
 		}
 	}
-	n := len(e.events.all())
+	n := len(e.events.decisions())
 	again, err := c.Compact(e.ctx, calls, apply(rs, one))
-	if err != nil || again.Masked != 0 || len(e.events.all()) != n {
+	if err != nil || again.Masked != 0 || len(e.events.decisions()) != n {
 		t.Fatalf("compacting a compacted history: %+v %v", again, err)
+	}
+	// Still over the budget, a step ran and masked nothing: its event says
+	// the cached prefix was kept.
+	if cs := e.events.compactions(); cs[len(cs)-1].Compaction != again.Step || again.Step.InvalidatesCachedPrefix() {
+		t.Fatalf("last compaction event %v, want the step's, not invalidating", cs[len(cs)-1])
 	}
 }
 

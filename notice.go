@@ -3,7 +3,6 @@ package hybridctx
 import (
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/internal/classify"
@@ -35,14 +34,12 @@ type stored struct {
 	tokens      int64  // the body's tokens with the policy's Tokenizer; 0 without
 }
 
-// storedNotice renders the notice of an offloaded or existing result into
-// buf, which it fills from the start, and returns it as a string that
-// shares buf: buf must not change after. The notice depends only on the
-// body and the policy, so it is byte-identical each time (prompt-cache
-// stable), and it is at most MaxNoticeLen bytes:
+// storedNotice renders the notice of an offloaded or existing result. The
+// notice depends only on the body and the policy, so it is byte-identical
+// each time (prompt-cache stable), and it is at most MaxNoticeLen bytes:
 //
 //	artifact://sha256/<hex>
-//	<N> bytes, [≈<T> tokens, ]<L> lines, <kind>; stored outside this conversation.
+//	<N> bytes, [[≈]<T> tokens, ]<L> lines, <kind>; stored outside this conversation.
 //	<the call that fits the kind>
 //	shape: <outline>                     (json only)
 //
@@ -54,15 +51,14 @@ type stored struct {
 // for binary, read_artifact's first byte range. Line 2 has the body's
 // tokens when the policy has a Tokenizer (Policy.noticeTokens). See
 // docs/offload.md, "The notice".
-func storedNotice(buf *[noticeBuf]byte, f *stored, p Policy) string {
+func storedNotice(f *stored, p Policy) string {
+	var buf [noticeBuf]byte
 	b := appendNoticeHead(buf[:0], f, p)
 	if len(f.shape) > 0 && len(b)+1+len(shapePrefix)+len(f.shape) <= MaxNoticeLen {
 		b = append(b, "\n"+shapePrefix...)
 		b = append(b, f.shape...)
 	}
-	// noticeBuf has room for every notice; were it ever short, append would
-	// have moved b to memory of its own, which nothing else holds either.
-	return unsafe.String(&b[0], len(b))
+	return string(b)
 }
 
 // appendNoticeHead appends the notice's first three lines; the token
@@ -88,7 +84,9 @@ func appendNoticeLines(b []byte, f *stored, p Policy) []byte {
 	b = strconv.AppendInt(b, f.size, 10)
 	b = append(b, " bytes, "...)
 	if f.tokens > 0 {
-		b = append(b, "≈"...)
+		if !p.noticeExact(f.size) {
+			b = append(b, "≈"...)
+		}
 		b = strconv.AppendInt(b, f.tokens, 10)
 		b = append(b, " tokens, "...)
 	}

@@ -42,8 +42,7 @@ func TestNoticeBoundAtTheExtremes(t *testing.T) {
 					if kind == "json" {
 						f.shape = sh.Append(sb[:0], shapeRoom(f, p))
 					}
-					var buf [noticeBuf]byte
-					got := storedNotice(&buf, f, p)
+					got := storedNotice(f, p)
 					if len(got) > MaxNoticeLen || !utf8.ValidString(got) {
 						t.Fatalf("%s, %d bytes, %+v: %d bytes: %q", kind, n, p, len(got), got)
 					}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/cputime"
 )
 
 // tokenLogBody returns n bytes of log-like text, the same for the same n.
@@ -22,35 +23,42 @@ func tokenLogBody(n int) []byte {
 }
 
 // TestNoticeTokensCount: no tokenizer, no count; a body up to
-// NoticeTokenPrefix is counted whole, exactly; a larger one from its first
+// NoticeTokenWhole is counted whole, exactly; a larger one from its first
 // NoticeTokenPrefix bytes, cut back to a UTF-8 boundary, scaled by its size
-// and rounded up, with both built-in BPE encodings; the estimate is exact
-// at any size.
+// and rounded up, with both built-in BPE encodings; the estimate is
+// ceil(bytes/4) at any size.
 func TestNoticeTokensCount(t *testing.T) {
-	const prefix = hybridctx.NoticeTokenPrefix
+	const prefix, whole = hybridctx.NoticeTokenPrefix, hybridctx.NoticeTokenWhole
 	if got := hybridctx.NoticeTokensOf(hybridctx.Policy{}, tokenLogBody(100), 100); got != 0 {
 		t.Fatalf("no tokenizer: %d", got)
 	}
 	for _, tk := range []hybridctx.Tokenizer{hybridctx.EstimateTokens{}, o200k, cl100k} {
+		_, estimate := tk.(hybridctx.EstimateTokens)
 		p := hybridctx.Policy{Tokenizer: tk}
-		small := tokenLogBody(prefix)
-		if got, want := hybridctx.NoticeTokensOf(p, small, prefix), tk.CountTokens(string(small)); got != want {
-			t.Errorf("%s: %d bytes: %d tokens, want the exact %d", tk.Name(), prefix, got, want)
+		for _, n := range []int{prefix, 3 * prefix, whole} {
+			body := tokenLogBody(n)
+			if got, want := hybridctx.NoticeTokensOf(p, body, int64(n)), tk.CountTokens(string(body)); got != want {
+				t.Errorf("%s: %d bytes: %d tokens, want the exact %d", tk.Name(), n, got, want)
+			}
 		}
-		big := tokenLogBody(3 * prefix)
+		big := tokenLogBody(whole + 1)
 		c := tk.CountTokens(string(big[:prefix]))
-		if got, want := hybridctx.NoticeTokensOf(p, big, int64(len(big))), 3*c; got != want {
-			t.Errorf("%s: 3 × the prefix: %d tokens, want %d", tk.Name(), got, want)
+		want := (c*(whole+1) + prefix - 1) / prefix
+		if estimate {
+			want = (whole + 1 + 3) / 4
+		}
+		if got := hybridctx.NoticeTokensOf(p, big, int64(len(big))); got != want {
+			t.Errorf("%s: one byte over NoticeTokenWhole: %d tokens, want %d", tk.Name(), got, want)
 		}
 		// A two-byte rune across the prefix's end: counted up to it.
 		cut := bytes.Repeat([]byte("a"), prefix-1)
 		cut = append(cut, "é"...)
-		cut = append(cut, strings.Repeat("b", prefix)...)
+		cut = append(cut, strings.Repeat("b", whole)...)
 		n := int64(len(cut))
 		c = tk.CountTokens(string(cut[:prefix-1]))
-		want := (c*n + prefix - 2) / (prefix - 1)
-		if _, ok := tk.(hybridctx.EstimateTokens); ok {
-			want = (n + 3) / 4 // the estimate is exact at any size
+		want = (c*n + prefix - 2) / (prefix - 1)
+		if estimate {
+			want = (n + 3) / 4
 		}
 		if got := hybridctx.NoticeTokensOf(p, cut, n); got != want {
 			t.Errorf("%s: a rune across the prefix: %d tokens, want %d", tk.Name(), got, want)
@@ -61,41 +69,57 @@ func TestNoticeTokensCount(t *testing.T) {
 	}
 }
 
-// TestNoticeTokensLine: an offloaded result's notice shows its exact count
-// on line 2, for bytes and a stream of it, and stays within MaxNoticeLen;
-// a policy without a tokenizer shows none.
+// TestNoticeTokensLine: an offloaded result's notice shows its count on
+// line 2, the same for bytes and a stream of it, within MaxNoticeLen:
+// exact ("<T> tokens") for a body up to NoticeTokenWhole under a BPE
+// encoding, "≈<T> tokens" for a larger one and under the estimate; a
+// policy without a tokenizer shows none.
 func TestNoticeTokensLine(t *testing.T) {
-	body := tokenLogBody(hybridctx.NoticeTokenPrefix) // counted whole
-	size := len(body)
-	for _, p := range []hybridctx.Policy{{Tokenizer: o200k}, {}} {
-		e := newEnv(t, 1)
-		p.InlineThreshold = 1024
-		off, err := hybridctx.NewOffloader(e.bind, p, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := mustOffload(t, off, e.ctx, body).Notice
-		streamed, err := off.OffloadReader(e.ctx, hybridctx.Call{Tool: "tool", ID: "call"}, bytes.NewReader(body))
-		if err != nil || streamed.Notice != got || len(got) > hybridctx.MaxNoticeLen {
-			t.Fatalf("%v; %d bytes, streamed %q, bytes %q", err, len(got), streamed.Notice, got)
-		}
-		line2 := strings.Split(got, "\n")[1]
-		want := fmt.Sprintf("%d bytes, ≈%d tokens, ", size, o200k.CountTokens(string(body)))
-		if p.Tokenizer == nil {
-			want = fmt.Sprintf("%d bytes, ", size)
-			if strings.Contains(got, "tokens") {
-				t.Errorf("tokens without a tokenizer: %q", line2)
+	for _, size := range []int{hybridctx.NoticeTokenPrefix, hybridctx.NoticeTokenWhole, hybridctx.NoticeTokenWhole + 1} {
+		body := tokenLogBody(size)
+		for _, p := range []hybridctx.Policy{{Tokenizer: o200k}, {Tokenizer: hybridctx.EstimateTokens{}}, {}} {
+			e := newEnv(t, 1)
+			p.InlineThreshold = 1024
+			off, err := hybridctx.NewOffloader(e.bind, p, nil)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		if !strings.HasPrefix(line2, want) {
-			t.Errorf("line 2 %q, want it to begin %q", line2, want)
+			got := mustOffload(t, off, e.ctx, body).Notice
+			streamed, err := off.OffloadReader(e.ctx, hybridctx.Call{Tool: "tool", ID: "call"}, bytes.NewReader(body))
+			if err != nil || streamed.Notice != got || len(got) > hybridctx.MaxNoticeLen {
+				t.Fatalf("%v; %d bytes, streamed %q, bytes %q", err, len(got), streamed.Notice, got)
+			}
+			line2 := strings.Split(got, "\n")[1]
+			var want string
+			switch p.Tokenizer {
+			case nil:
+				want = fmt.Sprintf("%d bytes, ", size)
+				if strings.Contains(got, "tokens") {
+					t.Errorf("tokens without a tokenizer: %q", line2)
+				}
+			case o200k:
+				if size <= hybridctx.NoticeTokenWhole {
+					want = fmt.Sprintf("%d bytes, %d tokens, ", size, o200k.CountTokens(string(body)))
+				} else {
+					want = fmt.Sprintf("%d bytes, ≈%d tokens, ", size, hybridctx.NoticeTokensOf(p, body, int64(size)))
+				}
+			default:
+				want = fmt.Sprintf("%d bytes, ≈%d tokens, ", size, (size+3)/4)
+			}
+			if !strings.HasPrefix(line2, want) {
+				t.Errorf("line 2 %q, want it to begin %q", line2, want)
+			}
+			if st, ok := hybridctx.ParseStoredText(got); !ok || st.Size != int64(size) {
+				t.Errorf("%q: %+v %v", line2, st, ok)
+			}
 		}
 	}
 }
 
 // BenchmarkNoticeTokens is what the token count adds to the decision of
-// one offloaded body: at most one count of NoticeTokenPrefix bytes
-// ("notice"), against counting the whole body ("whole", not done).
+// one offloaded body: the notice's count ("notice": the whole body up to
+// NoticeTokenWhole, then NoticeTokenPrefix bytes), against counting the
+// whole body ("whole").
 func BenchmarkNoticeTokens(b *testing.B) {
 	for _, tk := range []hybridctx.Tokenizer{hybridctx.EstimateTokens{}, o200k} {
 		for _, sz := range []struct {
@@ -107,9 +131,11 @@ func BenchmarkNoticeTokens(b *testing.B) {
 			tk.CountTokens("warm up") // the vocabulary loads once
 			b.Run(tk.Name()+"/notice/"+sz.name, func(b *testing.B) {
 				b.ReportAllocs()
+				cpu := cputime.Used()
 				for b.Loop() {
 					hybridctx.NoticeTokensOf(p, body, int64(len(body)))
 				}
+				b.ReportMetric(float64(cputime.Used()-cpu)/float64(b.N), "cpu-ns/op")
 			})
 			if sz.n <= 1<<20 {
 				b.Run(tk.Name()+"/whole/"+sz.name, func(b *testing.B) {
@@ -148,6 +174,7 @@ func BenchmarkOffloadTokens(b *testing.B) {
 				b.SetBytes(int64(sz.n))
 				b.ReportAllocs()
 				i := 0
+				cpu := cputime.Used()
 				for b.Loop() {
 					i++
 					copy(body, fmt.Sprintf("%016d", i)) // a fresh digest each time
@@ -157,6 +184,7 @@ func BenchmarkOffloadTokens(b *testing.B) {
 					}
 					_ = e.store.DeleteBody(e.ctx, out.Ref)
 				}
+				b.ReportMetric(float64(cputime.Used()-cpu)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
@@ -181,7 +209,7 @@ func TestNoticeTokensParse(t *testing.T) {
 		}
 	}
 	b, _ := os.ReadFile(filepath.Join("testdata", "notice", "text-tokens.golden"))
-	for _, bad := range []string{"≈x tokens, ", "≈12 token, ", "≈ tokens, ", "≈12 tokens "} {
+	for _, bad := range []string{"≈x tokens, ", "≈12 token, ", "≈ tokens, ", "≈12 tokens ", "12 token, ", "12 tokens "} {
 		text := strings.Replace(string(b), "≈4122 tokens, ", bad, 1)
 		if _, ok := hybridctx.ParseStoredText(text); ok || text == string(b) {
 			t.Errorf("%q parsed", bad)

@@ -81,18 +81,19 @@ func defaultDescription(tool, callID string) string { return "tool " + tool + ",
 // Policy returns the offloader's policy.
 func (o *Offloader) Policy() Policy { return o.policy }
 
-// OffloadResult is the outcome of one offload decision.
+// OffloadResult is the outcome of one offload decision. What the model
+// sees is Text; the rest says why: Notice is the text that replaced the
+// result, Content the result's bytes when the decision kept them, Segment
+// the recovered segment a bypass inlined. The value passed to Offload is
+// the caller's own and is not kept.
 type OffloadResult struct {
 	// Ref is set for offloaded and existing_reference.
 	Ref artifact.Ref
-	// Notice is what the model sees instead of the result: the bounded
-	// reference notice (offloaded, existing_reference) or the categorical
-	// failure notice (failed, recovery_required). Empty for inline.
+	// Notice is the text that replaces the result for the model: the
+	// bounded reference notice (offloaded, existing_reference) or the
+	// categorical failure notice (failed, recovery_required). Empty for
+	// inline, the one outcome whose Text is the result itself.
 	Notice string
-	// Original is the result as it was passed, kept for inline, failed and
-	// recovery_required so nothing is lost (nil for OffloadReader input and
-	// for stored outcomes). For a recovered segment it is the *Segment.
-	Original any
 	// Consumed is how many bytes OffloadReader read from its reader.
 	Consumed int64
 
@@ -100,6 +101,7 @@ type OffloadResult struct {
 	content []byte
 	str     string
 	isStr   bool
+	seg     *Segment
 }
 
 // Outcome returns the decision's outcome.
@@ -111,9 +113,10 @@ func (o *OffloadResult) Reason() Reason { return o.diag.reason }
 // Diagnostics returns the decision's snapshot: the instance its event carries.
 func (o *OffloadResult) Diagnostics() *Diagnostics { return &o.diag }
 
-// Content returns the result's bytes when the outcome kept them (inline;
-// failed and recovery_required for byte input), else nil. For string input
-// it returns a copy.
+// Content returns the result's bytes, serialized as the model would see
+// them, when the outcome kept them: inline (the bytes Text shows), and
+// failed and recovery_required for byte input (the bytes the notice stands
+// for, so nothing is lost); else nil. For string input it returns a copy.
 func (o *OffloadResult) Content() []byte {
 	if o.isStr {
 		return []byte(o.str)
@@ -132,6 +135,11 @@ func (o *OffloadResult) Text() string {
 	}
 	return string(o.content)
 }
+
+// Segment returns the recovered segment a recovered_segment_bypass decision
+// inlined (its Content is the segment's bytes), or nil for every other
+// decision.
+func (o *OffloadResult) Segment() *Segment { return o.seg }
 
 // Offload decides one tool result (docs/offload.md). result is serialized as the model
 // would see it: string, []byte and json.RawMessage as they are, a *Segment
@@ -152,7 +160,7 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 		return o.bypass(ctx, seg)
 	}
 	if r, ok := result.(io.Reader); ok {
-		return o.OffloadReader(ctx, call, r)
+		return o.offloadStream(ctx, call, r) // checked and under the tool's threshold already
 	}
 	b, str, isStr, err := serialize(result)
 	if err != nil {
@@ -163,16 +171,19 @@ func (o *Offloader) Offload(ctx context.Context, call Call, result any) (*Offloa
 		n = int64(len(str))
 	}
 	if n <= o.policy.InlineThreshold && (o.policy.ThresholdTokens == 0 || !o.policy.overTokens(b, str, isStr)) {
-		out := &OffloadResult{Original: result, content: b, str: str, isStr: isStr}
+		out := &OffloadResult{content: b, str: str, isStr: isStr}
 		return o.finish(ctx, out, Inline, BelowThreshold, n)
 	}
 	if isStr {
 		// A read-only view of the string's bytes, not a copy: they are
 		// hashed, classified and copied into the workspace, never written
 		// to, and never handed out (kept gives the host the string back).
+		// A copy cost 20-58% more CPU per decision from 4 KiB to 1 MiB and
+		// doubled the memory a decision takes, for a result of any size
+		// (BENCHMARKS.md, "Speed code and its figures").
 		b = unsafe.Slice(unsafe.StringData(str), len(str))
 	}
-	return o.offloadBytes(ctx, call, result, b, false)
+	return o.offloadBytes(ctx, call, result, b)
 }
 
 // Store decides result like Offload, except that it stores it whatever its
@@ -201,7 +212,7 @@ func (o *Offloader) Store(ctx context.Context, call Call, result any) (*OffloadR
 	if isStr {
 		b = []byte(str)
 	}
-	return o.offloadBytes(ctx, call, result, b, false)
+	return o.offloadBytes(ctx, call, result, b)
 }
 
 // recovered returns result's recovered segment, which is inlined whatever
@@ -232,7 +243,7 @@ func start(ctx context.Context, call Call) error {
 // bypass inlines a recovered segment whatever its size: no threshold check,
 // no write (docs/offload.md, step 2).
 func (o *Offloader) bypass(ctx context.Context, s *Segment) (*OffloadResult, error) {
-	out := &OffloadResult{Original: s, content: s.body}
+	out := &OffloadResult{content: s.body, seg: s}
 	return o.finish(ctx, out, Inline, RecoveredSegmentBypass, int64(len(s.body)))
 }
 
@@ -259,30 +270,37 @@ func (o *Offloader) failed(ctx context.Context, orig any, b []byte, oc Outcome, 
 // handed out as a []byte: the outcome keeps the string instead.
 func kept(orig any, b []byte) *OffloadResult {
 	if s, ok := orig.(string); ok {
-		return &OffloadResult{Original: orig, str: s, isStr: true}
+		return &OffloadResult{str: s, isStr: true}
 	}
-	return &OffloadResult{Original: orig, content: b}
+	return &OffloadResult{content: b}
 }
 
-// offloadBytes runs step 5 of docs/offload.md for byte input; mask stores
-// it for a history over its budget (reason history_budget, the mask as its
-// notice).
-func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte, mask bool) (*OffloadResult, error) {
+// offloadBytes runs step 5 of docs/offload.md for byte input.
+func (o *Offloader) offloadBytes(ctx context.Context, call Call, orig any, b []byte) (*OffloadResult, error) {
 	n := int64(len(b))
-	if o.binding == nil || o.binding.store == nil {
-		return o.failed(ctx, orig, b, Failed, NoAuthorizedWorkspace, n)
-	}
-	if n > o.policy.maxBytes() {
-		return o.failed(ctx, orig, b, Failed, ExceedsMaxArtifactSize, n)
+	if r := o.unstorable(n); r != 0 {
+		return o.failed(ctx, orig, b, Failed, r, n)
 	}
 	// Hash (and classify, in parallel) first and write only if the
 	// workspace lacks the body: a result seen again costs no write at all
 	// (docs/offload.md: existing_reference writes nothing). The write reuses the digest.
-	st := storing{o: o, call: call, size: n, bytes: b, orig: orig, mask: mask}
-	if err := st.digestBytes(ctx); err != nil {
+	st := storing{o: o, call: call, size: n, bytes: b, orig: orig}
+	if err := st.digestForNotice(ctx); err != nil {
 		return st.abort(err)
 	}
 	return st.decide(ctx)
+}
+
+// unstorable returns why a body of n bytes cannot be stored at all
+// (no_authorized_workspace, exceeds_max_artifact_size), or 0 when it may be.
+func (o *Offloader) unstorable(n int64) Reason {
+	switch {
+	case o.binding == nil || o.binding.store == nil:
+		return NoAuthorizedWorkspace
+	case n > o.policy.maxBytes():
+		return ExceedsMaxArtifactSize
+	}
+	return 0
 }
 
 // ErrSource wraps an error returned by the reader given to OffloadReader.

@@ -13,61 +13,64 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// digestBytes hashes and classifies byte input, keeping the digest for the
-// write. The classification of a large body, or of a body that may be JSON
-// and is not small, overlaps its hash on a goroutine of its own; a smaller
-// one is classified here, first, by a classifier that stays on the stack.
-func (st *storing) digestBytes(ctx context.Context) error {
-	if !st.mask {
-		st.tokens = st.o.policy.noticeTokens(st.bytes, int64(len(st.bytes)))
-	}
-	if n := len(st.bytes); n >= overlapMin || n >= overlapJSONMin && classify.MayBeJSON(st.bytes) {
-		ob := new(observed)
-		p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, &workspace.IngestOptions{Observer: ob})
-		return st.digested(p, ob, err)
-	}
+// digestForNotice hashes and classifies byte input whose stored notice the
+// offload renders: the notice's token count first (the room its outline
+// has depends on it), then the digest, kind and lines, then the outline of
+// a JSON body from the same classification pass.
+func (st *storing) digestForNotice(ctx context.Context) error {
+	st.tokens = st.o.policy.noticeTokens(st.bytes, int64(len(st.bytes)))
 	var ob observed
+	if err := st.digestBytes(ctx, &ob); err != nil {
+		return err
+	}
+	st.outline(&ob)
+	return nil
+}
+
+// digestBytes classifies byte input into ob, then hashes it, keeping the
+// digest for the write, and the body's kind and lines. The two run one
+// after the other: classified beside its hash, on a goroutine of its own,
+// no body from 4 KiB to 64 MiB was decided 10% faster in repeated runs,
+// and bodies of 4 to 128 KiB were decided up to 28% slower (BENCHMARKS.md,
+// "Speed code and its figures").
+func (st *storing) digestBytes(ctx context.Context, ob *observed) error {
 	_, _ = ob.Write(st.bytes)
 	p, err := st.o.binding.store.IngestBytes(ctx, st.bytes, nil)
-	return st.digested(p, &ob, err)
+	return st.digested(p, ob, err)
 }
 
 // observed is the classification pass over a body: its kind and lines, and
-// the outline of a JSON body, from the same writes.
+// the outline of a JSON body, from the same JSON scan.
 type observed struct {
 	c     classify.Classifier
 	shape classify.Shape
 }
 
-func (o *observed) Write(p []byte) (int, error) {
-	_, _ = o.c.Write(p)
-	return o.shape.Write(p)
-}
+func (o *observed) Write(p []byte) (int, error) { return o.c.WriteOutline(p, &o.shape) }
 
-// The smallest byte inputs whose classification overlaps their hash: any
-// input from one chunk of the workspace on, and from overlapJSONMin one
-// that may be JSON, whose exact scan costs about as much as the hash or
-// more. Below these a hand-off costs more than it saves: UTF-8 and line
-// counting alone run several times faster than SHA-256, and JSON of 8 KiB
-// was 25% slower beside its hash than after it (from 16 KiB to 28 KiB it
-// was 7 to 16% faster; measured with BenchmarkFloor -floorsizes).
-const (
-	overlapMin     = 256 << 10
-	overlapJSONMin = 16 << 10
-)
-
-// digested keeps the digest and what the classification pass found.
+// digested keeps the digest and the kind and lines the classification
+// pass found.
 func (st *storing) digested(p *workspace.Pending, ob *observed, err error) error {
 	if err != nil {
 		return err
 	}
-	st.pending, st.ref, st.kind, st.lines = p, p.Ref(), ob.c.Kind().String(), ob.c.Lines()
-	if ob.c.Kind() == classify.JSON && !st.mask { // a mask shows no shape
-		// Rendered now, while the recorder is at hand: the room it has
-		// depends only on what the notice's first lines say.
+	st.pending, st.ref = p, p.Ref()
+	st.classified(ob)
+	return nil
+}
+
+// classified keeps the kind and lines the classification pass found.
+func (st *storing) classified(ob *observed) {
+	st.kind, st.lines = ob.c.Kind().String(), ob.c.Lines()
+}
+
+// outline renders the outline of a JSON body for its notice, from the
+// classification pass, once the digest, kind, lines and token count are
+// known: the room it has depends on what the notice's first lines say.
+func (st *storing) outline(ob *observed) {
+	if ob.c.Kind() == classify.JSON {
 		st.shapeLen = len(ob.shape.Append(st.shapeBuf[:0], shapeRoom(st.facts(), st.o.policy)))
 	}
-	return nil
 }
 
 // facts is what the notice says of the body.
@@ -93,7 +96,6 @@ type storing struct {
 	rewind  rewinder           // stream input: restores the source, if it can
 	read    int64              // stream input: bytes consumed
 	head    *previewTap        // stream input: the body's first bytes, for the preview
-	mask    bool               // a history over its budget masks the result
 }
 
 func (st *storing) discard() {
@@ -107,14 +109,8 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	switch oc {
 	case Offloaded, ExistingReference:
 		st.discard()
-		if st.mask {
-			out := &OffloadResult{Ref: st.ref, Notice: renderMask(o.policy, st.ref, st.size, st.lines, -1, st.kind)}
-			return o.finish(ctx, out, oc, HistoryBudget, st.size)
-		}
-		so := new(storedOutcome)
-		notice := storedNotice(&so.notice, st.facts(), o.policy)
-		so.out = OffloadResult{Ref: st.ref, Notice: o.policy.withPreview(notice, st.previewHead(), st.kind), Consumed: st.read}
-		return o.finish(ctx, &so.out, oc, r, st.size)
+		out := &OffloadResult{Ref: st.ref, Notice: st.notice(), Consumed: st.read}
+		return o.finish(ctx, out, oc, r, st.size)
 	}
 	st.discard()
 	st.rewind.rewind()
@@ -123,11 +119,11 @@ func (st *storing) result(ctx context.Context, oc Outcome, r Reason) (*OffloadRe
 	return o.finish(ctx, out, oc, r, st.size)
 }
 
-// storedOutcome is the memory of an offloaded or existing_reference
-// outcome: the result and the bytes of its notice, in one allocation.
-type storedOutcome struct {
-	out    OffloadResult
-	notice [noticeBuf]byte
+// notice renders the stored notice, with its preview (see storedNotice):
+// the one rendering of a stored result's notice, also used to tell a
+// notice in a history from a text that only reads like one.
+func (st *storing) notice() string {
+	return st.o.policy.withPreview(storedNotice(st.facts(), st.o.policy), st.previewHead(), st.kind)
 }
 
 // abort gives up without a decision: nothing of this call became visible.
@@ -157,6 +153,17 @@ var attachDecisions = [...]struct {
 // workspace attaches the body to the owner and the case it reports is the
 // decision.
 func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
+	oc, r, err := st.attach(ctx)
+	if oc == 0 {
+		return st.abort(err)
+	}
+	return st.result(ctx, oc, r)
+}
+
+// attach attaches the hashed body to the owner and returns the decision
+// the workspace's case maps to, or a zero outcome and the error when no
+// decision was made.
+func (st *storing) attach(ctx context.Context) (Outcome, Reason, error) {
 	now := st.o.clock().UTC()
 	c, err := st.o.binding.store.Attach(ctx, st.pending, artifact.Record{
 		Owner: st.o.binding.owner, Kind: st.kind,
@@ -165,10 +172,10 @@ func (st *storing) decide(ctx context.Context) (*OffloadResult, error) {
 		CreatedAt:   now, LastUsedAt: now,
 	})
 	if int(c) >= len(attachDecisions) || attachDecisions[c].outcome == 0 {
-		return st.abort(err)
+		return 0, 0, err
 	}
 	d := attachDecisions[c]
-	return st.result(ctx, d.outcome, d.reason)
+	return d.outcome, d.reason, nil
 }
 
 // OffloadReader decides a streamed tool result in bounded memory: it reads
@@ -183,7 +190,12 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 	if err := start(ctx, call); err != nil {
 		return nil, err
 	}
-	o = o.forTool(call.Tool)
+	return o.forTool(call.Tool).offloadStream(ctx, call, r)
+}
+
+// offloadStream is OffloadReader once the call is checked and o decides
+// under the tool's threshold.
+func (o *Offloader) offloadStream(ctx context.Context, call Call, r io.Reader) (*OffloadResult, error) {
 	rewind := rewinderOf(r)
 	bp, head, n, err := o.readHead(r)
 	if bp != nil {
@@ -255,7 +267,7 @@ func (o *Offloader) OffloadReader(ctx context.Context, call Call, r io.Reader) (
 // is what the host gets, and buf may go back to a pool once it returns.
 func (st *storing) decideBuffered(ctx context.Context, buf []byte) (*OffloadResult, error) {
 	st.bytes = buf
-	err := st.digestBytes(ctx)
+	err := st.digestForNotice(ctx)
 	st.bytes = nil
 	if p := st.o.policy.PreviewBytes; p > 0 {
 		st.head = &previewTap{buf: bytes.Clone(buf[:min(int64(len(buf)), p)])}
@@ -289,9 +301,7 @@ func (st *storing) ingest(ctx context.Context, r io.Reader, limit int64) (*Offlo
 	ob := new(observed)
 	src := &countingReader{r: r}
 	st.head = &previewTap{next: ob, max: int(o.policy.PreviewBytes)}
-	if o.policy.Tokenizer != nil {
-		st.head.max = max(st.head.max, NoticeTokenPrefix)
-	}
+	st.head.max = max(st.head.max, o.policy.noticeHead())
 	p, total, err := o.binding.store.Ingest(ctx, src, &workspace.IngestOptions{MaxBytes: limit, Observer: st.head})
 	// Bytes were consumed from r before the workspace saw any, so a write
 	// that failed early has still read at least st.read bytes.
@@ -309,10 +319,11 @@ func (st *storing) ingest(ctx context.Context, r io.Reader, limit int64) (*Offlo
 	default:
 		return st.result(ctx, Failed, WorkspaceWriteFailed)
 	}
-	st.tokens = o.policy.noticeTokens(st.head.buf, st.size) // before the shape's room
+	st.tokens = o.policy.noticeTokens(st.head.buf, st.size) // before the outline's room
 	if err := st.digested(p, ob, nil); err != nil {
 		return st.abort(err)
 	}
+	st.outline(ob)
 	return st.decide(ctx)
 }
 
@@ -340,7 +351,12 @@ const smallStream = 256 << 10
 
 // smallPool holds the buffers small streams are read into: each holds
 // smallStream+1 bytes and is back in the pool once its decision is made
-// (the workspace copies what it keeps).
+// (the workspace copies what it keeps). Read instead into a bytes.Buffer
+// that grows with the stream, a decision of 4 KiB to 256 KiB took 2.5 to
+// 4 times the CPU; decided through the pipeline (workspace.Ingest) like a
+// large stream, a new body of up to 32 KiB took 1.3 to 1.8 times and an
+// existing one 2.1 to 3.3 times (BENCHMARKS.md, "Speed code and its
+// figures").
 var smallPool = sync.Pool{New: func() any { b := make([]byte, smallStream+1); return &b }}
 
 type countingReader struct {

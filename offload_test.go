@@ -20,7 +20,7 @@ func TestInlineAtAndBelowThreshold(t *testing.T) {
 		s := strings.Repeat("x", n)
 		out := mustOffload(t, e.off, e.ctx, s)
 		expect(t, out.Outcome(), out.Reason(), hybridctx.Inline, hybridctx.BelowThreshold)
-		if out.Text() != s || out.Notice != "" || !out.Ref.IsZero() || out.Original != s {
+		if out.Text() != s || out.Notice != "" || !out.Ref.IsZero() || string(out.Content()) != s {
 			t.Fatalf("n=%d: inline outcome altered the content", n)
 		}
 	}
@@ -116,7 +116,7 @@ func TestOffloadedNotice(t *testing.T) {
 			if c.kind == "json" && lines[3] != `shape: {"rows": array[3] of number, "more": string}` {
 				t.Fatalf("line 4 = %q", lines[3])
 			}
-			if out.Text() != out.Notice || out.Content() != nil || out.Original != nil {
+			if out.Text() != out.Notice || out.Content() != nil || out.Segment() != nil {
 				t.Fatal("a stored outcome must not keep the content")
 			}
 			again := mustOffload(t, e.off, e.ctx, c.body)
@@ -216,7 +216,7 @@ func TestNoWorkspaceFails(t *testing.T) {
 		body := []byte("more than four bytes")
 		out := mustOffload(t, off, e.ctx, body)
 		expect(t, out.Outcome(), out.Reason(), hybridctx.Failed, hybridctx.NoAuthorizedWorkspace)
-		if !bytes.Equal(out.Content(), body) || out.Original == nil {
+		if !bytes.Equal(out.Content(), body) {
 			t.Fatal("failed outcome lost the content")
 		}
 		if out.Notice != "hybridctx: failed (no_authorized_workspace), 20 bytes\n"+strings.SplitN(out.Notice, "\n", 2)[1] {

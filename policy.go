@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
@@ -18,7 +17,8 @@ const DefaultMaxArtifactBytes = 1 << 30
 // points the model to.
 const DefaultReadToolName = "read_artifact"
 
-// MaxReadToolNameLen bounds Policy.ReadToolName.
+// MaxReadToolNameLen bounds each of Policy.ReadToolName, SearchToolName
+// and QueryToolName.
 const MaxReadToolNameLen = 64
 
 // ErrInvalidPolicy is wrapped by policy validation errors.
@@ -97,22 +97,14 @@ func (p Policy) Validate() error {
 	if p.ThresholdTokens < 0 || p.ThresholdTokens > 0 && p.Tokenizer == nil {
 		return fmt.Errorf("%w: a token threshold must be >= 0 and needs a tokenizer", ErrInvalidPolicy)
 	}
+	if err := p.validateTokenCount(); err != nil {
+		return err
+	}
 	if p.ResultThresholdTokens < 0 || p.ResultThresholdTokens > 0 && p.Tokenizer == nil {
 		return fmt.Errorf("%w: a result token threshold must be >= 0 and needs a tokenizer", ErrInvalidPolicy)
 	}
 	if err := p.History.validate(); err != nil {
 		return err
-	}
-	if n := p.ReadToolName; n != "" {
-		if len(n) > MaxReadToolNameLen {
-			return fmt.Errorf("%w: read tool name longer than %d bytes", ErrInvalidPolicy, MaxReadToolNameLen)
-		}
-		for i := 0; i < len(n); i++ {
-			c := n[i]
-			if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
-				return fmt.Errorf("%w: read tool name must match [A-Za-z0-9_.-]", ErrInvalidPolicy)
-			}
-		}
 	}
 	return p.validateRetrieval()
 }
@@ -152,48 +144,11 @@ func (p Policy) ResultTokenBytes() int64 {
 	return n
 }
 
-// OverResultBound applies the whole-result bound of docs/mcp-proxy.md to the sizes
-// of the parts a result keeps inline (a negative size marks a part that is
-// not inline and is skipped): it returns the indexes of the parts to store,
-// largest first (the earlier part first among equal sizes), so that the
-// remaining inline parts total at most bound. It returns nil when they
-// already fit.
-func OverResultBound(sizes []int64, bound int64) []int {
-	var total int64
-	order := make([]int, 0, len(sizes))
-	for i, n := range sizes {
-		if n >= 0 {
-			total += n
-			order = append(order, i)
-		}
-	}
-	if total <= bound {
-		return nil
-	}
-	sort.SliceStable(order, func(a, b int) bool { return sizes[order[a]] > sizes[order[b]] })
-	var out []int
-	for _, i := range order {
-		if total <= bound {
-			break
-		}
-		out = append(out, i)
-		total -= sizes[i]
-	}
-	return out
-}
-
 func (p Policy) maxBytes() int64 {
 	if p.MaxArtifactBytes == 0 {
 		return DefaultMaxArtifactBytes
 	}
 	return p.MaxArtifactBytes
-}
-
-func (p Policy) toolName() string {
-	if p.ReadToolName == "" {
-		return DefaultReadToolName
-	}
-	return p.ReadToolName
 }
 
 // ErrNoWorkspace means a binding has no workspace where one is required.

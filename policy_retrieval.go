@@ -19,7 +19,7 @@ const MaxPreviewBytes = 4096
 
 // validateRetrieval checks the policy fields of targeted retrieval (docs/rehydration.md).
 func (p Policy) validateRetrieval() error {
-	for _, n := range []string{p.SearchToolName, p.QueryToolName} {
+	for _, n := range []string{p.ReadToolName, p.SearchToolName, p.QueryToolName} {
 		if err := validToolName(n); err != nil {
 			return err
 		}
@@ -39,8 +39,10 @@ func (p Policy) validateRetrieval() error {
 	return nil
 }
 
-// validToolName applies the rules of Policy.ReadToolName to a tool name
-// ("" is valid: the default).
+// validToolName is the one check of a read tool's name (Policy.ReadToolName,
+// SearchToolName, QueryToolName; "" is valid: the default). Every package
+// that names the read tools goes through Policy.Validate, so this is the
+// only place the rule is written (docs/rehydration.md, "Tool names").
 func validToolName(n string) error {
 	if len(n) > MaxReadToolNameLen {
 		return fmt.Errorf("%w: tool name longer than %d bytes", ErrInvalidPolicy, MaxReadToolNameLen)
@@ -55,7 +57,9 @@ func validToolName(n string) error {
 }
 
 // ToolName returns the name of the tool that serves view v: the read tool
-// for range and lines, else the search or query tool, defaults applied.
+// for range and lines, else the search or query tool, defaults applied. It
+// is the one place a read tool's name is derived (readtools.NamesOf reads
+// all three through it).
 func (p Policy) ToolName(v View) string {
 	switch v {
 	case ViewSearch:
@@ -69,7 +73,10 @@ func (p Policy) ToolName(v View) string {
 		}
 		return DefaultQueryToolName
 	}
-	return p.toolName()
+	if p.ReadToolName != "" {
+		return p.ReadToolName
+	}
+	return DefaultReadToolName
 }
 
 // forTool returns the Offloader that decides results of tool: o itself, or

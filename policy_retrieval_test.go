@@ -81,5 +81,50 @@ func TestToolThresholds(t *testing.T) {
 		if err != nil || (s.Outcome() == hybridctx.Inline) != (want == hybridctx.Inline) {
 			t.Fatalf("%s stream: %v %v", tool, s, err)
 		}
+		// A reader given to Offload is decided under the tool's threshold too.
+		r, err := off.Offload(e.ctx, hybridctx.Call{Tool: tool, ID: "3"}, strings.NewReader(body+"?"))
+		if err != nil || (r.Outcome() == hybridctx.Inline) != (want == hybridctx.Inline) || r.Diagnostics().ConfiguredBytes() != wantCfg {
+			t.Fatalf("%s reader through Offload: %v %v", tool, r, err)
+		}
+	}
+}
+
+// TestToolNamesOneRule: the read, search and query tools' names follow one
+// rule, checked in one place: each field accepts and refuses the same names
+// with the same error.
+func TestToolNamesOneRule(t *testing.T) {
+	set := []func(*hybridctx.Policy, string){
+		func(p *hybridctx.Policy, n string) { p.ReadToolName = n },
+		func(p *hybridctx.Policy, n string) { p.SearchToolName = n },
+		func(p *hybridctx.Policy, n string) { p.QueryToolName = n },
+	}
+	for _, name := range []string{strings.Repeat("n", hybridctx.MaxReadToolNameLen), "a.b-c_D9"} {
+		for i, f := range set {
+			p := hybridctx.Policy{InlineThreshold: 1}
+			f(&p, name)
+			if err := p.Validate(); err != nil {
+				t.Errorf("field %d, %q: %v", i, name, err)
+			}
+		}
+	}
+	for _, bad := range []string{strings.Repeat("n", hybridctx.MaxReadToolNameLen+1), "read artifact", "x/y", "é"} {
+		var msgs []string
+		for _, f := range set {
+			p := hybridctx.Policy{InlineThreshold: 1}
+			f(&p, bad)
+			err := p.Validate()
+			if !errors.Is(err, hybridctx.ErrInvalidPolicy) {
+				t.Fatalf("%q accepted: %v", bad, err)
+			}
+			msgs = append(msgs, err.Error())
+		}
+		if msgs[0] != msgs[1] || msgs[1] != msgs[2] {
+			t.Errorf("%q: the fields' errors differ: %q", bad, msgs)
+		}
+	}
+	p := hybridctx.Policy{InlineThreshold: 1}
+	if p.ToolName(hybridctx.ViewRange) != hybridctx.DefaultReadToolName || p.ToolName(hybridctx.ViewLines) != hybridctx.DefaultReadToolName ||
+		p.ToolName(hybridctx.ViewSearch) != hybridctx.DefaultSearchToolName || p.ToolName(hybridctx.ViewQuery) != hybridctx.DefaultQueryToolName {
+		t.Fatal("default names")
 	}
 }

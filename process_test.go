@@ -32,6 +32,7 @@ func roundBody(i int) []byte {
 // TestMultiProcessOffload runs 4 processes (two owners) against one directory
 // workspace, offloading the same content at the same moment, several rounds.
 func TestMultiProcessOffload(t *testing.T) {
+	skipUnlessLong(t)
 	if os.Getenv(helperEnv) != "" {
 		t.Skip("helper")
 	}

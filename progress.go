@@ -13,7 +13,8 @@ import (
 // EventType names a progress event.
 type EventType string
 
-// The two event types, one per operation.
+// The decision event types, one per operation (HistoryCompaction, the
+// third type, reports a compaction step).
 const (
 	OffloadDecision     EventType = "offload_decision"
 	RehydrationDecision EventType = "rehydration_decision"
@@ -23,8 +24,10 @@ const (
 // digits.
 const TimeLayout = "2006-01-02T15:04:05.000000000Z"
 
-// Event reports one completed decision. Diagnostics is the identical
-// instance attached to the decision's outcome.
+// Event reports one completed decision, or one compaction step. Diagnostics
+// is the identical instance attached to the decision's outcome; nil for a
+// HistoryCompaction event, whose Compaction is the identical instance
+// attached to the Compaction (Compaction.Step).
 type Event struct {
 	Type EventType
 	// Sequence starts at 1 for each reporter tree and strictly increases
@@ -39,23 +42,26 @@ type Event struct {
 	ParentAgentID *string
 	Depth         int
 	Diagnostics   *Diagnostics
+	// Compaction is set on HistoryCompaction events only.
+	Compaction *CompactionStep
 }
 
 type eventJSON struct {
-	Type          EventType    `json:"type"`
-	Sequence      uint64       `json:"sequence"`
-	Time          string       `json:"time"`
-	RunID         string       `json:"run_id"`
-	AgentID       string       `json:"agent_id"`
-	ParentAgentID *string      `json:"parent_agent_id"`
-	Depth         int          `json:"depth"`
-	Diagnostics   *Diagnostics `json:"diagnostics"`
+	Type          EventType       `json:"type"`
+	Sequence      uint64          `json:"sequence"`
+	Time          string          `json:"time"`
+	RunID         string          `json:"run_id"`
+	AgentID       string          `json:"agent_id"`
+	ParentAgentID *string         `json:"parent_agent_id"`
+	Depth         int             `json:"depth"`
+	Diagnostics   *Diagnostics    `json:"diagnostics,omitempty"`
+	Compaction    *CompactionStep `json:"compaction,omitempty"`
 }
 
 // MarshalJSON renders the snake_case shape of docs/diagnostics.md.
 func (e *Event) MarshalJSON() ([]byte, error) {
 	return json.Marshal(eventJSON{Type: e.Type, Sequence: e.Sequence, Time: e.Time.UTC().Format(TimeLayout),
-		RunID: e.RunID, AgentID: e.AgentID, ParentAgentID: e.ParentAgentID, Depth: e.Depth, Diagnostics: e.Diagnostics})
+		RunID: e.RunID, AgentID: e.AgentID, ParentAgentID: e.ParentAgentID, Depth: e.Depth, Diagnostics: e.Diagnostics, Compaction: e.Compaction})
 }
 
 // String renders one safe line.
@@ -64,8 +70,12 @@ func (e *Event) String() string {
 	if e.ParentAgentID != nil {
 		parent = *e.ParentAgentID
 	}
+	var body fmt.Stringer = e.Diagnostics
+	if e.Compaction != nil {
+		body = e.Compaction
+	}
 	return fmt.Sprintf("%s #%d %s run=%s agent=%s parent=%s depth=%d %s", e.Type, e.Sequence,
-		e.Time.UTC().Format(TimeLayout), e.RunID, e.AgentID, parent, e.Depth, e.Diagnostics)
+		e.Time.UTC().Format(TimeLayout), e.RunID, e.AgentID, parent, e.Depth, body)
 }
 
 // LogValue implements slog.LogValuer.
@@ -77,7 +87,11 @@ func (e *Event) LogValue() slog.Value {
 		slog.String("run_id", e.RunID),
 		slog.String("agent_id", e.AgentID),
 		slog.Int("depth", e.Depth),
-		slog.Any("diagnostics", e.Diagnostics),
+	}
+	if e.Compaction != nil {
+		attrs = append(attrs, slog.Any("compaction", e.Compaction))
+	} else {
+		attrs = append(attrs, slog.Any("diagnostics", e.Diagnostics))
 	}
 	if e.ParentAgentID != nil {
 		attrs = append(attrs, slog.String("parent_agent_id", *e.ParentAgentID))
@@ -223,12 +237,21 @@ func report(ctx context.Context, clock func() time.Time, d *Diagnostics) {
 	if r == nil {
 		return
 	}
-	now := clock()
 	t := OffloadDecision
 	if d.op == OpRehydration {
 		t = RehydrationDecision
 	}
-	e := &Event{Type: t, Time: now.UTC(), RunID: r.RunID(), AgentID: r.AgentID(), Depth: r.Depth(), Diagnostics: d}
+	deliver(ctx, clock, &Event{Type: t, Diagnostics: d})
+}
+
+// deliver stamps e with the time, the reporter's identity and the next
+// sequence number, and hands it to the reporter ctx carries, if any.
+func deliver(ctx context.Context, clock func() time.Time, e *Event) {
+	r := ReporterFrom(ctx)
+	if r == nil {
+		return
+	}
+	e.Time, e.RunID, e.AgentID, e.Depth = clock().UTC(), r.RunID(), r.AgentID(), r.Depth()
 	if pr, ok := r.(ParentReporter); ok {
 		if p, ok := pr.ParentAgentID(); ok {
 			e.ParentAgentID = &p

@@ -75,6 +75,9 @@ func TestRecoveredSegmentBypass(t *testing.T) {
 	if out.Diagnostics().Content() != hybridctx.RecoveredContext || out.Text() != big {
 		t.Fatal("bypass must inline the segment body as recovered_context")
 	}
+	if out.Segment() != rh.Segment || stored.Segment() != nil {
+		t.Fatal("Segment must name the bypassed segment, and only for a bypass")
+	}
 	if n, _ := out.Diagnostics().ObservedBytes(); n != 100_000 {
 		t.Fatalf("observed %d", n)
 	}
@@ -91,8 +94,8 @@ func TestRecoveredSegmentBypass(t *testing.T) {
 		t.Fatal("a forged segment bypassed offload")
 	}
 	// A nil *Segment is decided as nil, by Offload and by Store alike.
-	if o := mustOffload(t, e.off, e.ctx, (*hybridctx.Segment)(nil)); o.Outcome() != hybridctx.Inline || o.Text() != "" || o.Original != nil {
-		t.Fatalf("Offload of a nil segment: %v %q %#v", o.Outcome(), o.Text(), o.Original)
+	if o := mustOffload(t, e.off, e.ctx, (*hybridctx.Segment)(nil)); o.Outcome() != hybridctx.Inline || o.Text() != "" || o.Segment() != nil {
+		t.Fatalf("Offload of a nil segment: %v %q %v", o.Outcome(), o.Text(), o.Segment())
 	}
 	if o, err := e.off.Store(e.ctx, hybridctx.Call{Tool: "tool", ID: "call"}, (*hybridctx.Segment)(nil)); err != nil || o.Reason() == hybridctx.RecoveredSegmentBypass || !observed(o, 0) {
 		t.Fatalf("Store of a nil segment: %v %v", o, err)

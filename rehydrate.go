@@ -13,16 +13,6 @@ import (
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
-// Source says who asked for a rehydration. It is informational only and
-// never changes the decision.
-type Source uint8
-
-// The request sources.
-const (
-	SourceToolRequest Source = iota + 1
-	SourcePolicy
-)
-
 // Request asks for one reference, or a byte range of it, under a budget.
 type Request struct {
 	// Reference is the reference text as the model or host gave it.
@@ -32,8 +22,11 @@ type Request struct {
 	// Offset and Length select a range; Length 0 means to the end. The
 	// range is clamped to the body like an HTTP range.
 	Offset, Length int64
-	// Source is informational.
-	Source Source
+	// ToolArgument marks a reference a model passed as a tool's argument,
+	// replaced by its body before the call is forwarded (docs/gateway.md):
+	// the resolved decision's reason is tool_argument instead of
+	// digest_verified; every other outcome is unchanged.
+	ToolArgument bool
 }
 
 // ErrInvalidRequest is wrapped by errors about unusable requests (no event is
@@ -83,9 +76,16 @@ type RehydratorOptions struct {
 	// QueryTimeout is the time limit of one query; 0 means
 	// DefaultQueryTimeout.
 	QueryTimeout time.Duration
-	// QueryMemoryBytes bounds how much the heap may grow while a filter
-	// runs; 0 means DefaultQueryMemoryBytes.
+	// QueryMemoryBytes bounds what one query holds, counted as its own
+	// (its body, its decoded document, what its filter produces); 0 means
+	// DefaultQueryMemoryBytes.
 	QueryMemoryBytes int64
+	// QueryLimiter bounds the queries running at once. Share one among
+	// every Rehydrator of a process, so that together they hold at most
+	// its concurrency × the memory bound; nil means a limiter of this
+	// Rehydrator's own with the defaults (DefaultQueryConcurrency,
+	// DefaultQueryWait).
+	QueryLimiter *QueryLimiter
 }
 
 // Rehydrator resolves references for one binding. It is safe for concurrent
@@ -94,6 +94,7 @@ type Rehydrator struct {
 	binding *Binding
 	clock   func() time.Time
 	query   viewengine.QueryLimits
+	limiter *QueryLimiter
 }
 
 // NewRehydrator returns a Rehydrator for binding, which must have a store
@@ -104,6 +105,11 @@ func NewRehydrator(binding *Binding, opts *RehydratorOptions) (*Rehydrator, erro
 	}
 	r := &Rehydrator{binding: binding, clock: time.Now,
 		query: viewengine.QueryLimits{MaxBytes: DefaultQueryMaxBytes, Timeout: DefaultQueryTimeout, Memory: DefaultQueryMemoryBytes}}
+	if opts != nil && opts.QueryLimiter != nil {
+		r.limiter = opts.QueryLimiter
+	} else {
+		r.limiter, _ = NewQueryLimiter(0, 0) // the defaults: no error
+	}
 	if opts == nil {
 		return r, nil
 	}
@@ -218,7 +224,11 @@ func (h *Rehydrator) run(ctx context.Context, req Request, w io.Writer) (*Rehydr
 		out.Segment = h.segment(ViewRange, out.Ref, out.Offset, rec.Size, body)
 	}
 	h.touch(ctx, rec)
-	return h.finish(ctx, out, Resolved, DigestVerified, out.Length, req.Budget, 0)
+	reason := DigestVerified
+	if req.ToolArgument {
+		reason = ToolArgument
+	}
+	return h.finish(ctx, out, Resolved, reason, out.Length, req.Budget, 0)
 }
 
 // locate runs the checks every view shares, in the order of docs/rehydration.md: context,

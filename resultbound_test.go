@@ -3,32 +3,11 @@ package hybridctx_test
 import (
 	"context"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/hybridctx/hybridctx"
 )
-
-func TestOverResultBound(t *testing.T) {
-	cases := []struct {
-		sizes []int64
-		bound int64
-		want  []int
-	}{
-		{nil, 10, nil},
-		{[]int64{5, 5}, 10, nil},
-		{[]int64{5, 6}, 10, []int{1}},
-		{[]int64{4, 4, 4, 4}, 10, []int{0, 1}},   // equal sizes: earlier first
-		{[]int64{9, -1, 3, 20}, 10, []int{3, 0}}, // -1 is not inline
-		{[]int64{3, 3, 3}, 0, []int{0, 1, 2}},
-	}
-	for _, c := range cases {
-		if got := hybridctx.OverResultBound(c.sizes, c.bound); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("hybridctx.OverResultBound(%v, %d) = %v, want %v", c.sizes, c.bound, got, c.want)
-		}
-	}
-}
 
 func TestResultBoundPolicy(t *testing.T) {
 	if got := (hybridctx.Policy{InlineThreshold: 100}).ResultBound(); got != 400 {
@@ -86,9 +65,6 @@ func TestResultBoundTokens(t *testing.T) {
 		}
 		if got := c.p.ResultBound(); got != c.want {
 			t.Errorf("%d tokens under %s, %d bytes: bound %d, want %d", c.p.ResultThresholdTokens, c.p.Tokenizer.Name(), c.p.ResultThreshold, got, c.want)
-		}
-		if c.p.SendsOverResultBound(c.want) || !c.p.SendsOverResultBound(c.want+1) {
-			t.Errorf("SendsOverResultBound around %d", c.want)
 		}
 	}
 	for _, p := range []hybridctx.Policy{

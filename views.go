@@ -29,14 +29,17 @@ const (
 	// SearchLineBytes is the longest line a search shows whole; a longer
 	// one is cut to this many bytes around its match.
 	SearchLineBytes = viewengine.LineBytes
-	// DefaultQueryMaxBytes is the largest body a query parses unless
-	// RehydratorOptions.QueryMaxBytes sets another limit: 64 MiB.
-	DefaultQueryMaxBytes = 64 << 20
+	// DefaultQueryMemoryBytes bounds what one query holds, counted as its
+	// own (docs/rehydration.md): its body while it is read, its document
+	// as it is decoded, what its filter produces: 64 MiB.
+	DefaultQueryMemoryBytes = 64 << 20
+	// DefaultQueryMaxBytes is the largest body a query reads unless
+	// RehydratorOptions.QueryMaxBytes sets another limit: a quarter of the
+	// memory bound (16 MiB), since a decoded document takes about three
+	// times its text, or more.
+	DefaultQueryMaxBytes = DefaultQueryMemoryBytes / 4
 	// DefaultQueryTimeout is the time limit of one query.
 	DefaultQueryTimeout = 2 * time.Second
-	// DefaultQueryMemoryBytes is how much the heap may grow while one query
-	// runs (on top of the parsed document) before it is stopped.
-	DefaultQueryMemoryBytes = 256 << 20
 )
 
 // Page describes the answer of a lines, search or query view: what it shows
@@ -78,8 +81,6 @@ type LinesRequest struct {
 	StartLine int64
 	// LineCount is the lines wanted; 0 means DefaultLineCount.
 	LineCount int64
-	// Source is informational.
-	Source Source
 }
 
 // SearchRequest asks for the lines of a body matching a pattern (the search
@@ -103,8 +104,6 @@ type SearchRequest struct {
 	MaxMatches int64
 	// Skip is the matches passed over before the first one shown.
 	Skip int64
-	// Source is informational.
-	Source Source
 }
 
 // QueryRequest asks for the results of a jq filter over a JSON body (the
@@ -119,8 +118,6 @@ type QueryRequest struct {
 	Filter string
 	// Skip is the results passed over before the first one shown.
 	Skip int64
-	// Source is informational.
-	Source Source
 }
 
 // Validate reports whether r is usable; the error wraps ErrInvalidRequest.
@@ -159,7 +156,7 @@ func (h *Rehydrator) ReadLines(ctx context.Context, req LinesRequest) (*Rehydrat
 	if count == 0 {
 		count = DefaultLineCount
 	}
-	return h.runView(ctx, ViewLines, req.Reference, req.Budget, func(int64) viewengine.Scanner {
+	return h.runView(ctx, ViewLines, req.Reference, req.Budget, nil, func(int64) viewengine.Scanner {
 		return viewengine.NewLines(req.StartLine, count, req.Budget)
 	})
 }
@@ -167,12 +164,31 @@ func (h *Rehydrator) ReadLines(ctx context.Context, req LinesRequest) (*Rehydrat
 // runView runs the checks of docs/rehydration.md for a view, then reads the body once,
 // hashing it while sc scans it, and releases sc's answer only when the
 // digest verified. Exactly one event is reported per decision.
-func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget int64, mk func(size int64) viewengine.Scanner) (*Rehydration, error) {
+//
+// A query (gate non-nil) first takes a slot of its limiter; refused one,
+// it still reads the body to verify its digest (nothing held) before it
+// is decided view_failed/busy, as every view_failed is.
+func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget int64, gate *QueryLimiter, mk func(size int64) viewengine.Scanner) (*Rehydration, error) {
 	out, rec, done, err := h.locate(ctx, view, text, budget)
 	if done || err != nil {
 		return out, err
 	}
-	sc := mk(rec.Size)
+	busy := false
+	if gate != nil {
+		release, err := gate.acquire(ctx)
+		switch {
+		case errors.Is(err, errBusy):
+			busy = true
+		case err != nil:
+			return nil, err // the caller gave up: no decision
+		default:
+			defer release()
+		}
+	}
+	var sc viewengine.Scanner = verifyOnly{}
+	if !busy {
+		sc = mk(rec.Size)
+	}
 	err = h.binding.store.ScanVerified(ctx, out.Ref, rec.Size, sc.Scan)
 	switch {
 	case err == nil:
@@ -182,6 +198,9 @@ func (h *Rehydrator) runView(ctx context.Context, view View, text string, budget
 		return h.finish(ctx, out, Missing, BodyMissing, -1, budget, 0)
 	default:
 		return nil, err
+	}
+	if busy {
+		return h.finish(ctx, out, ViewFailed, Busy, 0, budget, 0)
 	}
 	a := sc.Answer(ctx, rec.Size)
 	if err := ctx.Err(); err != nil {
@@ -235,7 +254,7 @@ func (h *Rehydrator) Search(ctx context.Context, req SearchRequest) (*Rehydratio
 	if limit == 0 {
 		limit = DefaultMaxMatches
 	}
-	return h.runView(ctx, ViewSearch, req.Reference, req.Budget, func(int64) viewengine.Scanner {
+	return h.runView(ctx, ViewSearch, req.Reference, req.Budget, nil, func(int64) viewengine.Scanner {
 		return viewengine.NewSearch(m, int(req.ContextLines), req.Skip, limit, req.Budget)
 	})
 }
@@ -267,7 +286,10 @@ func (r QueryRequest) compile(memory int64) (*viewengine.Filter, error) {
 // the same order, then the filter's results as compact JSON, one per line,
 // paged with skip and ended by a summary line, the whole answer at most the
 // budget. The body is held parsed while the filter runs; a body larger than
-// the query size limit is view_failed/limit_exceeded. The filter runs in a
+// the query size limit, or whose decoded document or filter's values are
+// over the query memory bound, is view_failed/limit_exceeded. At most the
+// limiter's concurrency queries run at once; one that waited past the
+// limiter's wait is view_failed/busy. The filter runs in a
 // sandbox without access to the environment, other inputs or I/O, every
 // step bounded (internal/viewengine).
 func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration, error) {
@@ -275,7 +297,15 @@ func (h *Rehydrator) Query(ctx context.Context, req QueryRequest) (*Rehydration,
 	if err != nil {
 		return nil, err
 	}
-	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, func(size int64) viewengine.Scanner {
+	return h.runView(ctx, ViewQuery, req.Reference, req.Budget, h.limiter, func(size int64) viewengine.Scanner {
 		return viewengine.NewQuery(f, req.Skip, req.Budget, size, h.query)
 	})
 }
+
+// verifyOnly is the scanner of a query refused as busy: the body is hashed
+// to verify its digest, nothing of it is kept.
+type verifyOnly struct{}
+
+func (verifyOnly) Scan(int64, []byte) error { return nil }
+
+func (verifyOnly) Answer(context.Context, int64) viewengine.Answer { return viewengine.Answer{} }

@@ -31,7 +31,7 @@ func TestPagedAnswerSplit(t *testing.T) {
 			"2\n3\n4\n5\n6\n7\n", "20 results (showing 2-7)", 7, "; continue with skip 7"},
 		{"query, all",
 			mustView(t)(e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: jsonRef, Budget: 4096, Filter: ".[0]"})),
-			"1\n", "1 results (showing 1-1)", 0, ""},
+			"1\n", "1 result (showing 1-1)", 0, ""},
 	}
 	for _, c := range cases {
 		b := string(c.rh.Segment.Bytes())

@@ -78,12 +78,12 @@ func TestSearchBasic(t *testing.T) {
 	ref := stored(t, e, body).String()
 	rh := mustView(t)(e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 4096, Pattern: "ERROR"}))
 	expect(t, rh.Outcome(), rh.Reason(), hybridctx.Resolved, hybridctx.DigestVerified)
-	want := "500:line 500 ERROR disk full\n1 matches (showing 1-1)\n"
+	want := "500:line 500 ERROR disk full\n1 match (showing 1-1)\n"
 	if got := string(rh.Segment.Bytes()); got != want {
 		t.Fatalf("got %q", got)
 	}
 	rh = mustView(t)(e.reh.Search(e.ctx, hybridctx.SearchRequest{Reference: ref, Budget: 4096, Pattern: `ERR\w+`, Regex: true, ContextLines: 1}))
-	want = "499-line 499 ok\n500:line 500 ERROR disk full\n501-line 501 ok\n1 matches (showing 1-1)\n"
+	want = "499-line 499 ok\n500:line 500 ERROR disk full\n501-line 501 ok\n1 match (showing 1-1)\n"
 	if got := string(rh.Segment.Bytes()); got != want {
 		t.Fatalf("got %q", got)
 	}
@@ -104,7 +104,7 @@ func TestQueryBasic(t *testing.T) {
 	ref := stored(t, e, body).String()
 	rh := mustView(t)(e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 4096, Filter: ".items[] | select(.id==2)"}))
 	expect(t, rh.Outcome(), rh.Reason(), hybridctx.Resolved, hybridctx.DigestVerified)
-	if got := string(rh.Segment.Bytes()); got != "{\"id\":2,\"name\":\"b\"}\n1 results (showing 1-1)\n" {
+	if got := string(rh.Segment.Bytes()); got != "{\"id\":2,\"name\":\"b\"}\n1 result (showing 1-1)\n" {
 		t.Fatalf("got %q", got)
 	}
 	rh = mustView(t)(e.reh.Query(e.ctx, hybridctx.QueryRequest{Reference: ref, Budget: 4096, Filter: `[(1,2) * (3,4)], "ab" * 2`}))

@@ -6,11 +6,17 @@
 # directly, through `hybridctx mcp --listen` with the fixture as a stdio
 # upstream, and through `hybridctx mcp --listen --url` with the fixture as a
 # Streamable HTTP upstream. Every check that passes directly must pass through
-# the proxy (compare.mjs exits 1 otherwise). Prints the table the README
-# shows. Also leaves the TypeScript SDK client for the proxy's HTTP
+# the proxy (compare.mjs exits 1 otherwise). Then through the gateway
+# (`hybridctx mcp --config`, docs/gateway.md): the fixture is one of three
+# configured servers (with "prefix": "", beside the repository's Go test
+# server and the npm everything server, each under its prefix), the gateway
+# fronted by --listen and, over stdio, by `hybridctx mcp --listen`; every
+# check that passes directly must pass there too. Prints the table the
+# README and docs/gateway.md show. Also leaves the TypeScript SDK client for the proxy's HTTP
 # end-to-end tests installed: with --print-sdk, prints its node_modules
 # directory and the node binary on stdout and runs nothing else
 # (.ci/run exports them as HYBRIDCTX_TEST_MCP_SDK and HYBRIDCTX_TEST_NODE).
+# With --gateway, runs the suite directly and through the gateway only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ci="$PWD/.ci/conformance"
@@ -37,19 +43,39 @@ sdk="$(go list -m -f '{{.Version}}' github.com/modelcontextprotocol/go-sdk)"
 echo "== building the Go SDK's conformance fixture at $sdk and hybridctx" >&2
 go build -o "$work/everything-server" github.com/modelcontextprotocol/go-sdk/conformance/everything-server
 go build -o "$work/hybridctx" ./cmd/hybridctx
+go build -o "$work/mcptestserver" ./mcpproxy/internal/mcptestserver
+servers="${HYBRIDCTX_TEST_MCP_SERVERS:-$(bash .ci/mcp-servers.sh)}"
 
 port="${HYBRIDCTX_CONFORMANCE_PORT:-39300}"
 direct="127.0.0.1:$port"
 viastdio="127.0.0.1:$((port + 1))"
 viahttp="127.0.0.1:$((port + 2))"
+viagateway="127.0.0.1:$((port + 3))"
+viagwstdio="127.0.0.1:$((port + 4))"
 "$work/everything-server" -http "$direct" -stateless=false >"$work/server.log" 2>&1 &
 pids+=($!)
 # The suite opens one session per scenario and ends none: the default
 # --max-sessions must cope (the least recently used idle session ends).
 proxy=("$work/hybridctx" mcp --workspace "$work/ws")
-"${proxy[@]}" --listen "$viastdio" -- "$work/everything-server" >"$work/stdio.log" 2>&1 &
+only_gateway=false
+[ "${1:-}" = "--gateway" ] && only_gateway=true
+if ! $only_gateway; then
+	"${proxy[@]}" --listen "$viastdio" -- "$work/everything-server" >"$work/stdio.log" 2>&1 &
+	pids+=($!)
+	"${proxy[@]}" --listen "$viahttp" --url "http://$direct/mcp" >"$work/http.log" 2>&1 &
+	pids+=($!)
+fi
+cat >"$work/gateway.json" <<EOF
+{"mcpServers": {
+  "conformance": {"command": "$work/everything-server", "hybridctx": {"prefix": ""}},
+  "go": {"command": "$work/mcptestserver"},
+  "everything": {"command": "node", "args": ["$servers/@modelcontextprotocol/server-everything/dist/index.js", "stdio"]}
+}}
+EOF
+gateway=(mcp --workspace "$work/gws" --config "$work/gateway.json")
+"$work/hybridctx" "${gateway[@]}" --listen "$viagateway" >"$work/gateway.log" 2>&1 &
 pids+=($!)
-"${proxy[@]}" --listen "$viahttp" --url "http://$direct/mcp" >"$work/http.log" 2>&1 &
+"${proxy[@]}" --listen "$viagwstdio" -- "$work/hybridctx" "${gateway[@]}" >"$work/gwstdio.log" 2>&1 &
 pids+=($!)
 
 ready() {
@@ -70,7 +96,14 @@ suite() { # NAME ADDR
 	sed -n '/SUMMARY/,$p' "$work/$1.log" | tail -n 1 >&2
 }
 suite direct "$direct"
-suite stdio "$viastdio"
-suite http "$viahttp"
-"$node" "$ci/compare.mjs" "directly=$work/direct" "through the proxy, stdio upstream=$work/stdio" \
-	"through the proxy, HTTP upstream=$work/http"
+runs=("directly=$work/direct")
+if ! $only_gateway; then
+	suite stdio "$viastdio"
+	suite http "$viahttp"
+	runs+=("through the proxy, stdio upstream=$work/stdio" "through the proxy, HTTP upstream=$work/http")
+fi
+suite gateway "$viagateway"
+suite gwstdio "$viagwstdio"
+"$node" "$ci/compare.mjs" "${runs[@]}" \
+	"through the gateway (--listen), one of three servers=$work/gateway" \
+	"through the gateway (stdio, behind the proxy), one of three servers=$work/gwstdio"

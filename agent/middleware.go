@@ -1,11 +1,11 @@
 package agent
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/hybridctx/hybridctx"
 )
@@ -77,7 +77,8 @@ type Parts struct {
 	// model sees Parts[i].Text() in part i's place.
 	Parts []*hybridctx.OffloadResult
 	// Whole is set when the parts were stored together as one JSON array
-	// (each part {"type": "text", "text": …}, in order): the model then
+	// (each part {"type": "text", "text": …}, in order; a part that is not
+	// valid UTF-8 {"type": "binary", "data": …}, base64): the model then
 	// sees Whole.Text() alone, in place of every part.
 	Whole *hybridctx.OffloadResult
 }
@@ -97,83 +98,125 @@ func (p *Parts) Texts() []string {
 
 // DecideParts decides the parts of one multi-part result (for example the
 // content blocks of an MCP tool result) together: each part as Call would,
-// then, when the parts kept inline total more than the policy's
-// ResultBound, the largest of them are stored one by one until the rest
-// fits. When what the model would then see (inline parts and notices
-// together) is still over the bound, the parts are stored whole, as one
-// JSON array, and Parts.Whole holds that decision (see docs/offload.md,
-// "The whole-result bound"). The error is the Offloader's when no decision
-// could be made; decisions made before it were reported.
+// then the whole-result bound (hybridctx.Offloader.BoundResult), weighed on
+// the parts as the model's API receives them, JSON strings with their
+// escapes: the largest inline parts are stored one by one; when what the
+// model would see (inline parts and notices together) is still over the
+// policy's ResultBound, the parts are stored whole, as one JSON array, and
+// Parts.Whole holds that decision (see docs/mcp-proxy.md, "The whole-result
+// bound"). The error is the Offloader's when no decision could be made;
+// decisions made before it were reported.
 func (m *Middleware) DecideParts(ctx context.Context, call hybridctx.Call, parts []any) (*Parts, error) {
-	out := make([]*hybridctx.OffloadResult, len(parts))
-	sizes := make([]int64, len(parts))
+	f := &partsForm{off: m.off, call: call, parts: parts, res: &Parts{Parts: make([]*hybridctx.OffloadResult, len(parts))}}
 	for i, p := range parts {
 		d, err := m.off.Offload(ctx, call, p)
 		if err != nil {
 			return nil, err
 		}
-		out[i], sizes[i] = d, -1
-		if d.Outcome() == hybridctx.Inline && d.Reason() == hybridctx.BelowThreshold {
-			sizes[i], _ = d.Diagnostics().ObservedBytes()
-		}
+		f.res.Parts[i] = d
 	}
-	for _, i := range hybridctx.OverResultBound(sizes, m.off.Policy().ResultBound()) {
-		d, err := m.off.Store(ctx, call, parts[i])
-		if err != nil {
-			return nil, err
-		}
-		out[i] = d
-	}
-	res := &Parts{Parts: out}
-	var sent int64
-	for _, d := range out {
-		sent += int64(len(d.Text()))
-	}
-	if len(parts) < 2 || !m.off.Policy().SendsOverResultBound(sent) {
-		return res, nil
-	}
-	whole, types, err := partsArray(parts)
-	if err != nil {
+	if _, err := m.off.BoundResult(ctx, call, f); err != nil {
 		return nil, err
 	}
-	if res.Whole, err = m.off.StoreResult(ctx, call, bytes.NewReader(whole), types); err != nil {
-		return nil, err
-	}
-	return res, nil
+	return f.res, nil
 }
 
-// partsArray encodes parts as the JSON array a whole result is stored as:
-// each part a text block holding what the model would have seen of it.
-func partsArray(parts []any) ([]byte, []string, error) {
-	type block struct {
+// partsForm is a multi-part result being bounded: a hybridctx.BoundForm.
+type partsForm struct {
+	off   *hybridctx.Offloader
+	call  hybridctx.Call
+	parts []any
+	res   *Parts
+}
+
+// Parts implements hybridctx.BoundForm: each part as the model sees it, a
+// JSON string.
+func (f *partsForm) Parts() []hybridctx.ResultPart {
+	out := make([]hybridctx.ResultPart, len(f.parts))
+	for i, d := range f.res.Parts {
+		typ := "text"
+		switch v := f.parts[i].(type) {
+		case string:
+			if !utf8.ValidString(v) {
+				typ = "binary"
+			}
+		case []byte:
+			if !utf8.Valid(v) {
+				typ = "binary"
+			}
+		}
+		out[i] = hybridctx.ResultPart{Type: typ, Size: encodedLen(d.Text()) + 1,
+			Stored: d.Outcome() != hybridctx.Inline, Fixed: d.Reason() == hybridctx.RecoveredSegmentBypass}
+	}
+	return out
+}
+
+// Sent implements hybridctx.BoundForm.
+func (f *partsForm) Sent() (int64, error) {
+	if f.res.Whole != nil {
+		return encodedLen(f.res.Whole.Text()), nil
+	}
+	var n int64
+	for _, p := range f.Parts() {
+		n += p.Size
+	}
+	return n, nil
+}
+
+// StorePart implements hybridctx.BoundForm.
+func (f *partsForm) StorePart(ctx context.Context, i int) error {
+	d, err := f.off.Store(ctx, f.call, f.parts[i])
+	if err != nil {
+		return err
+	}
+	f.res.Parts[i] = d
+	return nil
+}
+
+// Entry implements hybridctx.BoundForm: a text block holding what the
+// model would have seen of the part; a part that is not valid UTF-8 (which
+// a JSON string cannot hold exactly) as {"type": "binary", "data": base64}.
+func (f *partsForm) Entry(i int) (json.RawMessage, error) {
+	var text string
+	switch v := f.parts[i].(type) {
+	case string:
+		text = v
+	case []byte:
+		text = string(v)
+	case json.RawMessage:
+		text = string(v)
+	case *hybridctx.Segment:
+		text = "null"
+		if v != nil {
+			text = string(v.Bytes())
+		}
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("agent: encoding a part: %w", err)
+		}
+		text = string(b)
+	}
+	if !utf8.ValidString(text) {
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Data []byte `json:"data"`
+		}{"binary", []byte(text)})
+	}
+	return json.Marshal(struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
-	}
-	blocks := make([]block, len(parts))
-	types := make([]string, len(parts))
-	for i, p := range parts {
-		var text string
-		switch v := p.(type) {
-		case string:
-			text = v
-		case []byte:
-			text = string(v)
-		case json.RawMessage:
-			text = string(v)
-		case *hybridctx.Segment:
-			text = "null"
-			if v != nil {
-				text = string(v.Bytes())
-			}
-		default:
-			b, err := json.Marshal(v)
-			if err != nil {
-				return nil, nil, fmt.Errorf("agent: encoding a part: %w", err)
-			}
-			text = string(b)
-		}
-		blocks[i], types[i] = block{Type: "text", Text: text}, "text"
-	}
-	b, err := json.Marshal(blocks)
-	return b, types, err
+	}{"text", text})
+}
+
+// Fold implements hybridctx.BoundForm.
+func (f *partsForm) Fold(out *hybridctx.OffloadResult, _ []int) error {
+	f.res.Whole = out
+	return nil
+}
+
+// encodedLen is the length of s as a JSON string.
+func encodedLen(s string) int64 {
+	b, _ := json.Marshal(s)
+	return int64(len(b))
 }

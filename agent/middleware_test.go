@@ -81,8 +81,8 @@ func TestMiddlewareFailedKeepsContent(t *testing.T) {
 		strings.Contains(out.Text(), "secret") || strings.Contains(out.Text(), "0123") {
 		t.Fatalf("notice %q", out.Text())
 	}
-	if out.Original != "0123456789abcdef" {
-		t.Fatalf("original lost: %v", out.Original)
+	if string(out.Content()) != "0123456789abcdef" {
+		t.Fatalf("content lost: %q", out.Content())
 	}
 }
 

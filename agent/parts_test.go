@@ -2,50 +2,55 @@ package agent_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/agent"
 )
 
 func TestDecidePartsWholeResultBound(t *testing.T) {
-	e := newEnv(t, 64, 0) // result bound 4 × 64 = 256
-	parts := []any{strings.Repeat("a", 60), strings.Repeat("b", 63), "c", strings.Repeat("d", 62), strings.Repeat("e", 64), strings.Repeat("f", 500)}
+	e := newEnv(t, 1000, 0) // result bound 4 × 1,000 = 4,000
+	parts := []any{strings.Repeat("a", 900), strings.Repeat("b", 950), "c", strings.Repeat("d", 800), strings.Repeat("f", 5000)}
 	res, err := e.MW.DecideParts(context.Background(), hybridctx.Call{Tool: "t", ID: "c1"}, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := res.Parts
-	var inline int64
-	stored := map[int]bool{}
-	for i, d := range out {
-		switch d.Outcome() {
-		case hybridctx.Inline:
-			if d.Text() != parts[i] {
-				t.Fatalf("part %d changed", i)
-			}
-			inline += int64(len(d.Text()))
-		case hybridctx.Offloaded:
-			stored[i] = true
-		default:
+	sent := func(res *agent.Parts) (n int) {
+		for _, s := range res.Texts() {
+			b, _ := json.Marshal(s)
+			n += len(b) + 1
+		}
+		return n
+	}
+	for i, d := range res.Parts {
+		if want := hybridctx.Inline; i == 4 && d.Outcome() != hybridctx.Offloaded || i < 4 && (d.Outcome() != want || d.Text() != parts[i]) {
 			t.Fatalf("part %d: %v", i, d.Outcome())
 		}
 	}
-	// 60+63+1+62+64 = 250 fits once the 500-byte part is stored per part.
-	if inline > 256 || len(stored) != 1 || !stored[5] {
-		t.Fatalf("inline %d, stored %v", inline, stored)
+	if n := sent(res); n > 4000 {
+		t.Fatalf("%d bytes sent", n)
 	}
-	// One more part past the bound: the largest inline one (e, 64) goes.
-	parts = append(parts, strings.Repeat("g", 10))
+	// One more part past the bound: the largest inline one (e, 990) goes.
+	parts = append(parts, strings.Repeat("e", 990))
 	res, err = e.MW.DecideParts(context.Background(), hybridctx.Call{Tool: "t", ID: "c2"}, parts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out = res.Parts
-	if out[4].Outcome() != hybridctx.Offloaded || out[1].Outcome() != hybridctx.Inline || out[5].Outcome() != hybridctx.ExistingReference {
-		t.Fatalf("got %v %v %v", out[4].Outcome(), out[1].Outcome(), out[5].Outcome())
+	out := res.Parts
+	if res.Whole != nil || out[5].Outcome() != hybridctx.Offloaded || out[1].Outcome() != hybridctx.Inline || out[4].Outcome() != hybridctx.ExistingReference {
+		t.Fatalf("got %v %v %v", out[5].Outcome(), out[1].Outcome(), out[4].Outcome())
+	}
+	if n := sent(res); n > 4000 {
+		t.Fatalf("%d bytes sent", n)
+	}
+	// Escapes count: 1,000 bytes of \x01 are 6,000 as a JSON string.
+	res, err = e.MW.DecideParts(context.Background(), hybridctx.Call{Tool: "t", ID: "c3"}, []any{strings.Repeat("\x01", 1000)})
+	if err != nil || res.Parts[0].Outcome() != hybridctx.Offloaded || sent(res) > 4000+hybridctx.ResultSlack {
+		t.Fatalf("%v %v", err, res.Parts[0].Outcome())
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

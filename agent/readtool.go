@@ -49,14 +49,11 @@ func (e *ReadError) Unwrap() error { return ErrReadRefused }
 
 // ReadToolOptions tune the read tools. The zero value means defaults.
 type ReadToolOptions struct {
-	// Name is read_artifact's name; empty means
-	// hybridctx.DefaultReadToolName. It must be a valid
-	// Policy.ReadToolName, and should be the name the offloader's notices
-	// point to.
-	Name string
-	// SearchName and QueryName name the search and query tools; empty
-	// means their defaults.
-	SearchName, QueryName string
+	// Names names the tools, each empty name keeping its default
+	// (readtools.Names; the names are checked by Policy.Validate). They
+	// should be the names the offloader's notices point to:
+	// readtools.NamesOf(off.Policy()).
+	Names readtools.Names
 	// BudgetCap bounds every call: the budget is min(max_bytes, BudgetCap),
 	// or BudgetCap when the model gives no max_bytes. 0 means
 	// DefaultBudgetCap.
@@ -76,8 +73,7 @@ type ReadTools struct {
 func NewReadTools(reh *hybridctx.Rehydrator, opts *ReadToolOptions) (*ReadTools, error) {
 	var o readtools.Options
 	if opts != nil {
-		o = readtools.Options{BudgetCap: opts.BudgetCap,
-			Names: readtools.Names{Read: opts.Name, Search: opts.SearchName, Query: opts.QueryName}}
+		o = readtools.Options{BudgetCap: opts.BudgetCap, Names: opts.Names}
 	}
 	set, err := readtools.New(reh, &o)
 	if err != nil {

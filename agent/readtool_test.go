@@ -199,12 +199,12 @@ func TestNewReadTool(t *testing.T) {
 	if _, err := agent.NewReadTool(nil, nil); !errors.Is(err, readtools.ErrNilRehydrator) {
 		t.Fatal(err)
 	}
-	for _, o := range []agent.ReadToolOptions{{Name: "read artifact"}, {Name: strings.Repeat("r", 65)}, {BudgetCap: -1}} {
+	for _, o := range []agent.ReadToolOptions{{Names: readtools.Names{Read: "read artifact"}}, {Names: readtools.Names{Read: strings.Repeat("r", 65)}}, {BudgetCap: -1}} {
 		if _, err := agent.NewReadTool(e.Reh, &o); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 			t.Errorf("%+v: %v", o, err)
 		}
 	}
-	rt, err := agent.NewReadTool(e.Reh, &agent.ReadToolOptions{Name: "fetch_artifact"})
+	rt, err := agent.NewReadTool(e.Reh, &agent.ReadToolOptions{Names: readtools.Names{Read: "fetch_artifact"}})
 	if err != nil || rt.Name() != "fetch_artifact" || rt.BudgetCap() != agent.DefaultBudgetCap || rt.Spec().Name != "fetch_artifact" {
 		t.Fatalf("%v %v", rt, err)
 	}

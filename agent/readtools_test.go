@@ -8,6 +8,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/agent"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 func TestReadToolsSearchQueryLines(t *testing.T) {
@@ -43,7 +44,7 @@ func TestReadToolsSearchQueryLines(t *testing.T) {
 	}
 	args := []byte(`{"reference":"` + ref + `","pattern":" 500 "}`)
 	out, err := e.MW.Call(context.Background(), hybridctx.Call{Tool: "search_artifact", ID: "3"}, tools.Search().Call, args)
-	if err != nil || out.Reason() != hybridctx.RecoveredSegmentBypass || out.Text() != "2347:GET /api 500 upstream reset\n1 matches (showing 1-1)\n" {
+	if err != nil || out.Reason() != hybridctx.RecoveredSegmentBypass || out.Text() != "2347:GET /api 500 upstream reset\n1 match (showing 1-1)\n" {
 		t.Fatalf("search: %v %v %q", err, out, out.Text())
 	}
 	// Lines: a page cut by the budget carries the continuation note.
@@ -67,7 +68,7 @@ func TestReadToolsSearchQueryLines(t *testing.T) {
 		!strings.HasPrefix(err.Error(), "query_artifact: invalid arguments: other inputs") {
 		t.Fatalf("malformed filter: %v", err)
 	}
-	if _, err := agent.NewReadTools(e.Reh, &agent.ReadToolOptions{SearchName: "read_artifact"}); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
+	if _, err := agent.NewReadTools(e.Reh, &agent.ReadToolOptions{Names: readtools.Names{Search: "read_artifact"}}); !errors.Is(err, hybridctx.ErrInvalidPolicy) {
 		t.Fatalf("clashing names: %v", err)
 	}
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/backend"
+	_ "github.com/hybridctx/hybridctx/backend/all"
+	s3backend "github.com/hybridctx/hybridctx/backend/s3"
 	"github.com/hybridctx/hybridctx/internal/cli"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
@@ -43,8 +45,6 @@ func TestParse(t *testing.T) {
 		{"postgresql://h/db", "postgres", ""},
 		{"s3://bkt?region=x&index=" + url.QueryEscape("postgres://u:p@h/db?sslmode=disable&x=y"), "s3", ""},
 		{"s3://bkt/?index=postgresql%3A%2F%2Fh%2Fdb", "s3", ""},
-		{"gs://bkt", "gs", ""},
-		{"azblob://bkt", "azblob", ""},
 	}
 	for _, c := range good {
 		kind, dir, err := backend.Parse(c.in)
@@ -54,7 +54,7 @@ func TestParse(t *testing.T) {
 	}
 	const pw = "hunter2-secret"
 	bad := []string{
-		"", "  ", "a\x00b", "mem://x", "file://host/x", "file:///x?y", "file://rel", "ftp://x",
+		"", "  ", "a\x00b", "mem://x", "file://host/x", "file:///x?y", "file://rel", "ftp://x", "gs://bkt", "azblob://bkt", "1x://a", "a b://c",
 		"s3://bkt", "s3://bkt?region=x", "s3://?index=postgres%3A%2F%2Fh",
 		"s3://bkt?index=mysql%3A%2F%2Fu:" + pw + "@h",
 		"s3://bkt?index=a&index=b",
@@ -123,8 +123,10 @@ func TestOpenExistingBackends(t *testing.T) {
 		s.Close()
 	}
 	for _, u := range []string{"gs://b", "azblob://b"} {
-		if _, err := backend.Open(ctx, u, nil); !errors.Is(err, backend.ErrUnavailable) {
-			t.Fatalf("Open(%q): %v, want ErrUnavailable", u, err)
+		_, err := backend.Open(ctx, u, nil)
+		var ue *backend.UnregisteredError
+		if !errors.Is(err, backend.ErrBadURL) || !errors.As(err, &ue) || ue.Import != "" {
+			t.Fatalf("Open(%q): %v, want an UnregisteredError wrapping ErrBadURL", u, err)
 		}
 	}
 }
@@ -186,6 +188,22 @@ func roundTrip(t *testing.T, s *workspace.Store) {
 // TestOpenDistributed opens both distributed backends by URL.
 func TestOpenDistributed(t *testing.T) {
 	ctx := context.Background()
+	t.Run("s3 by URL", func(t *testing.T) {
+		u := s3URL(blobtest.NewPrefix(t), pgtest.NewSchema(t))
+		b, r, err := backend.OpenDrivers(ctx, u, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := workspace.New(b, r)
+		defer s.Close()
+		if _, ok := b.(*blobstore.Store); !ok {
+			t.Fatalf("bodies are %T", b)
+		}
+		if idx, ok := r.(*pgstore.Store); !ok || idx.Mode() != pgstore.BodiesElsewhere {
+			t.Fatalf("records are %T", r)
+		}
+		roundTrip(t, s)
+	})
 	t.Run("postgres", func(t *testing.T) {
 		b, r, err := backend.OpenDrivers(ctx, pgtest.NewSchema(t), nil)
 		if err != nil {
@@ -200,17 +218,14 @@ func TestOpenDistributed(t *testing.T) {
 	})
 	t.Run("s3", func(t *testing.T) {
 		u := s3URL(blobtest.NewPrefix(t), pgtest.NewSchema(t))
-		b, r, err := backend.OpenDrivers(ctx, u, &backend.Options{Blob: &blobstore.Options{SpoolBytes: 100}})
+		b, r, err := s3backend.Open(ctx, u, nil, &s3backend.Options{Bodies: &blobstore.Options{SpoolBytes: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		s := workspace.New(b, r)
 		defer s.Close()
-		if _, ok := b.(*blobstore.Store); !ok {
-			t.Fatalf("bodies are %T", b)
-		}
-		if idx, ok := r.(*pgstore.Store); !ok || idx.Mode() != pgstore.BodiesElsewhere {
-			t.Fatalf("records are %T", r)
+		if r.Mode() != pgstore.BodiesElsewhere {
+			t.Fatalf("records keep bodies: %v", r.Mode())
 		}
 		roundTrip(t, s)
 	})
@@ -328,8 +343,8 @@ func TestStartupErrors(t *testing.T) {
 			if !strings.Contains(strings.ToLower(msg), c.backend) || strings.Contains(msg, "\n") {
 				t.Fatalf("want one line naming %s", c.backend)
 			}
-			if !errors.Is(err, pgstore.ErrUnavailable) && !errors.Is(err, blobstore.ErrUnavailable) {
-				t.Fatalf("error wraps neither ErrUnavailable")
+			if !errors.Is(err, driver.ErrUnavailable) {
+				t.Fatalf("error does not wrap driver.ErrUnavailable")
 			}
 			untouched(t)
 			// The command line: exit 1, one line on stderr, no secret.

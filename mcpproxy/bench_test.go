@@ -11,13 +11,13 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/cputime"
 	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
@@ -133,7 +133,7 @@ func BenchmarkStreamPayload(b *testing.B) {
 				var shaT, runT []time.Duration
 				var shares []float64
 				n := 0
-				cpu := cpuTime()
+				cpu := cputime.Used()
 				for b.Loop() {
 					n++
 					t0 := time.Now()
@@ -150,7 +150,7 @@ func BenchmarkStreamPayload(b *testing.B) {
 						r = bytes.NewReader(c.body)
 					case c.name == "structured":
 						copy(enc[at:], fmt.Sprintf("%08d", n))
-						r = rawValue(enc) // checked and copied as written, through a pipe (streamwalk.go)
+						r = rawValue(enc) // checked and copied as written, through a pipe (internal/bound/walk.go)
 					default:
 						copy(enc, fmt.Sprintf("%08d", n))
 						r = jsonstream.NewStringReader(bufio.NewReaderSize(bytes.NewReader(enc), streamBuffer))
@@ -206,17 +206,9 @@ func jsonBody(p []byte) []byte {
 	return q[1:]
 }
 
-// cpuTime is the process's user and system CPU time so far: on a shared
-// machine, throughput per CPU second is steadier than per wall second.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // reportCPU reports the CPU time's throughput since start as cpu-MB/s.
 func reportCPU(b *testing.B, start time.Duration, size int) {
-	if d := cpuTime() - start; d > 0 {
+	if d := cputime.Used() - start; d > 0 {
 		b.ReportMetric(float64(size)*float64(b.N)/d.Seconds()/1e6, "cpu-MB/s")
 	}
 }

@@ -3,14 +3,13 @@ package mcpproxy
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"os"
 	"os/exec"
-	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/child"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wireconn"
 )
 
 // DefaultMaxMessageBytes is the largest single message Command accepts from
@@ -39,7 +38,8 @@ const DefaultTerminateDuration = time.Second
 // program's exit error (nil for exit status 0). The program dies with the
 // proxy even when the proxy is killed: on Linux it gets SIGKILL when the
 // proxy exits (Pdeathsig); on other Unix systems it runs in a process group
-// of its own, which Close signals whole.
+// of its own, which Close signals whole (package internal/child starts and
+// ends the program).
 type Command struct {
 	// Cmd is the program; it must not have been started.
 	Cmd *exec.Cmd
@@ -60,70 +60,17 @@ func (c *Command) Connect(ctx context.Context) (mcp.Connection, error) {
 	if c.Cmd == nil {
 		return nil, errors.New("mcpproxy: Command has no Cmd")
 	}
-	if len(c.DropEnv) > 0 {
-		c.Cmd.Env = envWithout(c.Cmd.Environ(), c.DropEnv)
+	td := c.TerminateDuration
+	if td <= 0 {
+		td = DefaultTerminateDuration
 	}
-	stdout, err := c.Cmd.StdoutPipe()
+	stdout, in, err := child.Start(c.Cmd, c.DropEnv, td)
 	if err != nil {
-		return nil, err
-	}
-	stdin, err := c.Cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	dieWithParent(c.Cmd)
-	if err := c.Cmd.Start(); err != nil {
 		return nil, err
 	}
 	limit := c.MaxMessageBytes
 	if limit == 0 {
 		limit = DefaultMaxMessageBytes
 	}
-	td := c.TerminateDuration
-	if td <= 0 {
-		td = DefaultTerminateDuration
-	}
-	// Closing is done through standard input; standard output is closed by
-	// Wait once the program is gone.
-	in := &childInput{cmd: c.Cmd, stdin: stdin, grace: td}
-	return newLineConn(stdout, in, limit, in.Close, 0), nil
-}
-
-// childInput is the program's standard input; closing it ends the program.
-type childInput struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	grace time.Duration
-}
-
-func (w *childInput) Write(p []byte) (int, error) { return w.stdin.Write(p) }
-
-// Close closes standard input, then waits for the program: grace, SIGTERM,
-// grace, SIGKILL. It returns the program's exit error.
-func (w *childInput) Close() error {
-	_ = w.stdin.Close()
-	done := make(chan error, 1)
-	go func() { done <- w.cmd.Wait() }()
-	wait := func() (error, bool) {
-		t := time.NewTimer(w.grace)
-		defer t.Stop()
-		select {
-		case err := <-done:
-			return err, true
-		case <-t.C:
-			return nil, false
-		}
-	}
-	if err, ok := wait(); ok {
-		return err
-	}
-	if signalChild(w.cmd, syscall.SIGTERM) == nil {
-		if err, ok := wait(); ok {
-			return err
-		}
-	}
-	if err := signalChild(w.cmd, syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("mcpproxy: killing the upstream: %w", err)
-	}
-	return <-done
+	return wireconn.NewLine(stdout, in, limit, in.Close, 0), nil
 }

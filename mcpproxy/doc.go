@@ -13,12 +13,14 @@
 // resource_link, an unknown type) on its JSON. A block whose other fields
 // (_meta, annotations, MIME type) are themselves over the threshold is
 // decided on its whole JSON instead, so nothing unbounded stays inline.
-// Then the whole-result bound (docs/mcp-proxy.md): when the blocks kept inline
-// total more than the policy's ResultBound, the largest of them are stored,
-// one by one, until the rest fits.
 // structuredContent gets one decision on its JSON; the result's remaining
 // fields (_meta and unknown keys) get one when together they exceed the
-// threshold.
+// threshold. Then the whole-result bound (docs/mcp-proxy.md), written once in
+// hybridctx.Offloader.BoundResult, weighs the result as encoded for the
+// client: the largest inline parts are stored one by one while that can
+// bring it within the policy's ResultBound, else the parts are folded into
+// one stored JSON array and one notice, so at most ResultBound + 1 KiB is
+// sent.
 //
 //   - inline (at or below the threshold): the block passes unchanged;
 //   - offloaded or existing_reference: the block is replaced, in place, by
@@ -94,7 +96,8 @@
 // (unescaped, base64-decoded, or as written for structuredContent) into the
 // offloader, whatever the order of the fields; the rest of the message is
 // kept, and the answer and stored bodies are those the whole message would
-// give. When the message's id comes only after the result, the result is
+// give, except that a fold names each streamed payload by its reference
+// (a manifest) instead of holding it. When the message's id comes only after the result, the result is
 // first spooled to a private temporary file in Options.TempDir (the CLI
 // passes the workspace's own temporary area). Any other long message on
 // stdio, both ways (a large tools/call argument, a large resources/read
@@ -109,7 +112,7 @@
 //
 // HTTPUpstream reads the server's messages below the SDK's client transport
 // (which reads a body or an event whole, and ends the connection on an
-// event over its limit): see upstream_http_large.go. HTTPHandler bounds a
+// event over its limit): see internal/httpup/large.go. HTTPHandler bounds a
 // client's request by HTTPOptions.MaxRequestBytes before reading it whole
 // (413); a request under it is held whole while it is forwarded (the SDK
 // decodes it, the proxy re-encodes it: a few copies of its size). The

@@ -12,7 +12,7 @@ const (
 	fromUpstream = "upstream"
 )
 
-// Why an upstream response was dropped (besides the badMessage reasons).
+// Why an upstream response was dropped (besides the wiremsg.Bad reasons).
 const (
 	dropLocal   = "the response answers a request the proxy serves itself"
 	dropUnknown = "the response answers no request in progress (already answered, or never sent)"

@@ -94,8 +94,9 @@ func ExampleProxy() {
 	// <nil>
 }
 
-// Over HTTP, every MCP session gets its own proxy (its own owner, so
-// sessions never read each other's results) and its own upstream.
+// Over HTTP, every MCP session gets its own proxy and its own upstream; the
+// owner follows the client's credential, so a client whose session ends
+// still reads its references in the next one.
 func ExampleNewHTTPHandler() {
 	ctx := context.Background()
 	store, _ := backend.Open(ctx, "mem://", nil)
@@ -105,10 +106,8 @@ func ExampleNewHTTPHandler() {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 100000)}}}, nil
 		})
-	n := 0
-	h, _ := mcpproxy.NewHTTPHandler(func(ctx context.Context, _ string) (*mcpproxy.Proxy, mcp.Transport, error) {
-		n++
-		bind, _ := hybridctx.NewBinding(artifact.Owner{User: "ada", Workflow: "fs", Session: fmt.Sprint("s", n)}, store)
+	h, _ := mcpproxy.NewHTTPHandler(func(ctx context.Context, _, credential string) (*mcpproxy.Proxy, mcp.Transport, error) {
+		bind, _ := hybridctx.NewBinding(artifact.Owner{User: "ada", Workflow: "fs", Session: "default" + credential}, store)
 		off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 16384}, nil)
 		reh, _ := hybridctx.NewRehydrator(bind, nil)
 		proxy, err := mcpproxy.NewProxy(off, reh, nil)

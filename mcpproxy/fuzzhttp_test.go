@@ -15,6 +15,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/httpup"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/listen"
 )
 
 // Fuzz targets of the HTTP surfaces: the listener's request handling and
@@ -66,7 +69,7 @@ func FuzzListenRequest(f *testing.F) {
 	// Fuzzed initialize requests open sessions; a limit this high keeps the
 	// session opened below from being evicted as the least recently used,
 	// which the check at the end would take for a session that ended.
-	h, err := NewHTTPHandler(r.session, &HTTPOptions{MaxRequestBytes: 64 << 10, MaxSessions: 1 << 20})
+	h, err := NewHTTPHandler(r.session, &HTTPOptions{MaxRequestBytes: 64 << 10, MaxSessions: 1 << 20, SessionRate: -1})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -122,7 +125,7 @@ func FuzzListenRequest(f *testing.F) {
 		if ok && (twoOrigins || (origin != "" && !r.h.checkOrigins(req, true, portOf(local)))) {
 			t.Fatalf("a foreign origin was served: %d", res.StatusCode)
 		}
-		if ok && m == http.MethodPost && !jsonPOST(req) {
+		if ok && m == http.MethodPost && !listen.JSONPOST(req) {
 			t.Fatalf("a POST of %q was served", ct)
 		}
 		if ok && m == http.MethodPost && bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("[")) {
@@ -139,7 +142,7 @@ func FuzzListenRequest(f *testing.F) {
 				}
 			}
 		}
-		if r.h.lookup(session, false) == nil {
+		if r.h.lookup(session, "", false) == nil {
 			t.Fatal("the open session ended")
 		}
 	})
@@ -226,7 +229,7 @@ func FuzzUpstreamResponse(f *testing.F) {
 			t.Fatal(err)
 		}
 		if resp, ok := msg.(*jsonrpc.Response); ok && resp.Error == nil && bytes.Contains(b, []byte("hybridctxPlaceholder")) &&
-			bytes.Contains(resp.Result, conn.(*httpUpstreamConn).big.mark) {
+			bytes.Contains(resp.Result, conn.(*httpup.Conn).Placeholder()) {
 			t.Fatalf("a placeholder reached the proxy: %s", b)
 		}
 	})

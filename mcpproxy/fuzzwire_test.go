@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wiremsg"
 )
 
 const (
@@ -46,7 +49,7 @@ func runWireSession(t *testing.T, client, upstream []byte) {
 	p := proxyFor(t, openStore(t, "mem://"), owner("s1"), nil)
 	buffer := 0
 	if len(client)%2 == 1 {
-		// Every line past 256 bytes read as a long one (large.go), with
+		// Every line past 256 bytes read as a long one (internal/wiremsg/large.go), with
 		// its params or result spooled.
 		p.streamAbove, buffer = 256, 64
 	}
@@ -124,21 +127,21 @@ func runWireSession(t *testing.T, client, upstream []byte) {
 func clientRequests(client []byte) map[string][2]int {
 	out := map[string][2]int{}
 	for _, l := range bytes.Split(client, []byte("\n")) {
-		m, err := parseMessage(l)
+		m, err := wiremsg.Parse(l)
 		var id json.RawMessage
 		switch {
-		case err == nil && m.isRequest():
-			id = m.id
+		case err == nil && m.IsRequest():
+			id = m.ID
 		case err != nil:
-			if b, ok := err.(*badMessage); ok {
-				id = b.id
+			if b, ok := err.(*wiremsg.Bad); ok {
+				id = b.ID
 			}
 		}
-		if key, ok := idKey(id); ok {
+		if key, ok := wiremsg.IDKey(id); ok {
 			c := out[key]
 			c[0]++
 			var p struct{ Name string }
-			if err == nil && m.name == methodToolsCall && (json.Unmarshal(m.params, &p) != nil || p.Name != "read_artifact") {
+			if err == nil && m.Name == methodToolsCall && (json.Unmarshal(m.Params, &p) != nil || p.Name != "read_artifact") {
 				c[1] = 1 // a read's answer is recovered content, bounded by the budget instead
 			}
 			out[key] = c
@@ -155,23 +158,25 @@ func checkClientLine(t *testing.T, l []byte, sent map[string][2]int, answered ma
 	if len(l) > fuzzLimit {
 		t.Fatalf("a %d-byte message reached the client (limit %d)", len(l), fuzzLimit)
 	}
-	m, err := parseMessage(l)
+	m, err := wiremsg.Parse(l)
 	if err != nil {
 		t.Fatalf("the client got a malformed message: %v: %.200s", err, l)
 	}
-	if m.isCall() {
+	if m.IsCall() {
 		return false
 	}
-	if string(m.id) == sentinelID {
+	if string(m.ID) == sentinelID {
 		return true
 	}
-	key, _ := idKey(m.id)
+	key, _ := wiremsg.IDKey(m.ID)
 	answered[key]++
 	if answered[key] > sent[key][0] {
-		t.Fatalf("id %s answered %d times for %d requests", m.id, answered[key], sent[key][0])
+		t.Fatalf("id %s answered %d times for %d requests", m.ID, answered[key], sent[key][0])
 	}
-	if sent[key][1] == 1 && m.result != nil {
-		checkBounded(t, m.result, testThreshold)
+	if sent[key][1] == 1 && m.Result != nil {
+		if err := bound.CheckParts(m.Result, testThreshold); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return false
 }

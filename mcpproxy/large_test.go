@@ -1,10 +1,7 @@
 package mcpproxy
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"io"
 	"io/fs"
@@ -15,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hybridctx/hybridctx/workspace/driver"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wireconn"
 )
 
 // longString is a JSON string of about n bytes with escapes and non-ASCII.
@@ -31,7 +28,7 @@ func longString(n int) string {
 func TestLongMessagesPassInPieces(t *testing.T) {
 	dir := t.TempDir()
 	r := newRawRigWith(t, 0, func(p *Proxy) { p.streamAbove, p.tempDir = streamTestAbove, dir })
-	arg := longString(3 * lineBuffer)
+	arg := longString(3 * wireconn.LineBuffer)
 
 	// A tools/call whose name comes after its long arguments.
 	params := `{"arguments":{"x":` + arg + `}, "name" : "echo"}`
@@ -78,9 +75,9 @@ func TestLongMessagesPassInPieces(t *testing.T) {
 // or over the limit, gets the error the short one gets, under its id found
 // wherever it is; the session goes on.
 func TestLongClientLinesRefused(t *testing.T) {
-	limit := 8 * lineBuffer
+	limit := 8 * wireconn.LineBuffer
 	r := newRawRigWith(t, limit, func(p *Proxy) { p.streamAbove = streamTestAbove })
-	arg := longString(2 * lineBuffer)
+	arg := longString(2 * wireconn.LineBuffer)
 	for _, c := range []struct {
 		line string
 		code int64
@@ -99,86 +96,6 @@ func TestLongClientLinesRefused(t *testing.T) {
 	if l := r.upRecv(t); string(fields(t, l)["id"]) != "3" {
 		t.Fatalf("after: %s", l)
 	}
-}
-
-// TestSpoolInTempDir: a spool file is created in the directory given, under
-// the workspace's temporary prefix (swept if a process dies holding it),
-// and removed at once; an unwritable directory falls back to memory.
-func TestSpoolInTempDir(t *testing.T) {
-	dir := t.TempDir()
-	sp := newSpool(dir)
-	defer sp.close()
-	if sp.f == nil || filepath.Dir(sp.f.Name()) != dir || !strings.HasPrefix(filepath.Base(sp.f.Name()), driver.TempPrefix) {
-		t.Fatalf("spool file %v", sp.f)
-	}
-	if _, err := os.Stat(sp.f.Name()); !os.IsNotExist(err) {
-		t.Fatalf("the spool file is still named: %v", err)
-	}
-	_, _ = sp.Write([]byte("abc"))
-	mem := newSpool(filepath.Join(dir, "missing"))
-	_, _ = mem.Write([]byte("abc"))
-	for _, s := range []*spool{sp, mem} {
-		r, err := s.section(1, 2)
-		b := make([]byte, 2)
-		if _, rerr := r.Read(b); err != nil || rerr != nil || string(b) != "bc" {
-			t.Fatalf("section: %q %v %v", b, err, rerr)
-		}
-	}
-	if mem.f != nil {
-		t.Fatal("a spool file in a missing directory")
-	}
-}
-
-// FuzzLongLine: a line read as a long one (params or result spooled) gives
-// the message, or the refusal with its id, that parsing it whole gives.
-func FuzzLongLine(f *testing.F) {
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2,{"b":null}]}}}`,
-		`{"params":{"NAME":"a","name":7,"Uri":"u"},"method":"m","id":"s","jsonrpc":"2.0"}`,
-		`{"jsonrpc":"2.0","result":{"x":"\u00e9\ud800"},"id":1.50}`,
-		`{"jsonrpc":"2.0","id":2,"error":{"code":-1,"message":"m"},"result":{}}`,
-		`{"jsonrpc":"2.0","id":3,"params":[1],"result":{},"method":"x","params":{"b":2}}`,
-		`{"jsonrpc":"2.0","id":4,"result":{,}}`, `[{"jsonrpc":"2.0"}]`, `"x"`, `{"id":{"a":1},"jsonrpc":"2.0","result":1}`,
-		`{"jsonrpc":"2.0","id":5,"result":1} x`, ` {"jsonrpc" : "2.0" , "id" : 6 , "result" : [ ] } `, `{"jsonrpc":"2.0","id":null,"result":1}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		if bytes.IndexByte(line, '\n') >= 0 || !bytes.Equal(bytes.TrimSpace(line), bytes.Trim(line, " \t\r")) {
-			return // a line, and no trimmed space JSON does not know
-		}
-		want, werr := parseMessage(line)
-		lr := &lineRest{br: bufio.NewReader(bytes.NewReader(append(append([]byte(nil), line...), '\n'))), budget: -1}
-		l := newLongLine(nil, lr, t.TempDir(), 64)
-		got, gerr := l.read(nil)
-		if (werr == nil) != (gerr == nil) {
-			t.Fatalf("whole: %v, long: %v", werr, gerr)
-		}
-		if werr != nil {
-			wb, gb := werr.(*badMessage), l.bad(gerr).(*badMessage)
-			if wb.why != gb.why || wb.code != gb.code || string(wb.id) != string(gb.id) {
-				t.Fatalf("whole: %+v, long: %+v", wb, gb)
-			}
-			return
-		}
-		if got.has("params") && want.name == methodToolsCall {
-			var p struct{ Name string }
-			_ = json.Unmarshal(want.params, &p)
-			if p.Name != got.big.name {
-				t.Fatalf("name %q, want %q", got.big.name, p.Name)
-			}
-		}
-		if got.has("params") {
-			var p struct{ URI string }
-			bad := json.Unmarshal(want.params, &p) != nil
-			if bad != got.big.uriBad || !bad && p.URI != got.big.uri {
-				t.Fatalf("uri %q %v, want %q %v", got.big.uri, got.big.uriBad, p.URI, bad)
-			}
-		}
-		if g, w := got.encode(), want.encode(); !bytes.Equal(g, w) {
-			t.Fatalf("long %s\nwhole %s", g, w)
-		}
-	})
 }
 
 // TestStreamedUnusualResults: the results a streamed read cannot bound as

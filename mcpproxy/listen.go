@@ -4,20 +4,19 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/subtle"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
+	"math"
 	"net/http"
-	"net/netip"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/internal/httpguard"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/listen"
 )
 
 // Defaults of HTTPOptions.
@@ -48,19 +47,35 @@ var ErrSessionStart = errors.New("cannot start the MCP session")
 
 // HTTPOptions configure an HTTPHandler. A nil *HTTPOptions means defaults.
 type HTTPOptions struct {
-	// MaxSessions bounds the open sessions. At the limit, a new session
-	// ends the least recently used session with no request in flight (its
-	// client gets 404 next and starts a new session); only when every
-	// session is busy is the new one refused with a JSON-RPC error
-	// (CodeTooManySessions). Zero means DefaultMaxSessions.
+	// MaxSessions bounds the open sessions of each credential (of all
+	// clients on a listener without tokens). At the limit, a new session
+	// ends the least recently used session of the same credential with no
+	// request in flight (its client gets 404 next and starts a new
+	// session); only when every one of them is busy is the new one refused
+	// with a JSON-RPC error (CodeTooManySessions). A credential never ends
+	// another credential's sessions. Zero means DefaultMaxSessions.
 	MaxSessions int
 	// IdleTimeout ends a session (and its upstream) when no request of it
 	// arrived for this long. Zero means DefaultIdleTimeout; negative, never.
 	IdleTimeout time.Duration
 	// Token, when set, is the bearer token every request must carry
 	// (Authorization: Bearer <Token>); others get 401. It is never logged
-	// or echoed.
+	// or echoed. It is the one credential named "".
 	Token string
+	// Credentials, instead of Token, are the bearer tokens accepted, each
+	// naming its credential: a request must carry one of them (others get
+	// 401), a session is served only to requests of the credential that
+	// opened it, and the SessionFunc learns the credential's name.
+	Credentials []Credential
+	// SessionBurst and SessionRate bound how fast one credential opens
+	// sessions: SessionBurst at once, then SessionRate per second; a new
+	// session over that is refused with HTTP 429 (CodeSessionRate) and a
+	// Retry-After header. Zero means DefaultSessionBurst and
+	// DefaultSessionRate; a negative SessionRate, no bound.
+	SessionBurst int
+	SessionRate  float64
+	// Now is the clock of the session rate; nil means time.Now.
+	Now func() time.Time
 	// MaxRequestBytes bounds one request body; a larger one gets 413. Zero
 	// means DefaultMaxRequestBytes.
 	MaxRequestBytes int64
@@ -77,10 +92,13 @@ type HTTPOptions struct {
 }
 
 // A SessionFunc prepares one new MCP session: the Proxy that bounds it (built
-// on the session's own owner, so sessions never see each other's artifacts)
-// and its upstream transport (one upstream connection or process per
-// session). id is the session's Mcp-Session-Id.
-type SessionFunc func(ctx context.Context, id string) (*Proxy, mcp.Transport, error)
+// on the owner of the session's credential, so that a client whose session
+// ends or is evicted reads its references in the next one, and credentials
+// never see each other's artifacts) and its upstream transport (one
+// upstream connection or process per session). id is the session's
+// Mcp-Session-Id; credential is the name of the Credential the client
+// presented ("" for Token, or on a listener without tokens).
+type SessionFunc func(ctx context.Context, id, credential string) (*Proxy, mcp.Transport, error)
 
 // HTTPHandler serves MCP clients over Streamable HTTP (the official Go SDK's
 // server transport), one proxy session per MCP session (Mcp-Session-Id): a
@@ -89,12 +107,15 @@ type SessionFunc func(ctx context.Context, id string) (*Proxy, mcp.Transport, er
 // arriving on a loopback address must name a loopback Host, against DNS
 // rebinding; every Origin header must name the listener or an allowed
 // origin; a POST must be one JSON-RPC message sent as application/json
-// (see listen_check.go and docs/security.md). Mount it at /mcp.
+// (see listen_check.go, package internal/listen and docs/security.md).
+// Mount it at /mcp.
 type HTTPHandler struct {
 	newSession  SessionFunc
 	max         int
 	idle        time.Duration
-	token       string
+	creds       []Credential
+	tokens      []string // creds' tokens, in order
+	rate        listen.Rate
 	maxBody     int64
 	origins     map[string]bool // canonical allowed origins
 	bodyTimeout time.Duration
@@ -128,8 +149,14 @@ func NewHTTPHandler(newSession SessionFunc, opts *HTTPOptions) (*HTTPHandler, er
 		return nil, fmt.Errorf("%w: MaxRequestBytes must be >= 0", ErrInvalidOptions)
 	case o.BodyTimeout < 0:
 		return nil, fmt.Errorf("%w: BodyTimeout must be >= 0", ErrInvalidOptions)
-	case o.Token != "" && len(o.Token) < MinTokenBytes:
-		return nil, fmt.Errorf("%w: the bearer token must be at least %d bytes", ErrInvalidOptions, MinTokenBytes)
+	case o.SessionBurst < 0:
+		return nil, fmt.Errorf("%w: SessionBurst must be >= 0", ErrInvalidOptions)
+	case math.IsNaN(o.SessionRate) || math.IsInf(o.SessionRate, 0):
+		return nil, fmt.Errorf("%w: SessionRate must be a finite number", ErrInvalidOptions)
+	}
+	creds, err := credentials(o)
+	if err != nil {
+		return nil, err
 	}
 	origins, err := normalizeOrigins(o.AllowOrigins)
 	if err != nil {
@@ -147,10 +174,24 @@ func NewHTTPHandler(newSession SessionFunc, opts *HTTPOptions) (*HTTPHandler, er
 	if o.MaxRequestBytes == 0 {
 		o.MaxRequestBytes = DefaultMaxRequestBytes
 	}
+	if o.SessionBurst == 0 {
+		o.SessionBurst = DefaultSessionBurst
+	}
+	if o.SessionRate == 0 {
+		o.SessionRate = DefaultSessionRate
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	events := mcp.NewMemoryEventStore(nil)
 	events.SetMaxBytes(EventStoreBytes)
-	return &HTTPHandler{newSession: newSession, max: o.MaxSessions, idle: o.IdleTimeout, token: o.Token,
+	tokens := make([]string, len(creds))
+	for i, c := range creds {
+		tokens[i] = c.Token
+	}
+	return &HTTPHandler{newSession: newSession, max: o.MaxSessions, idle: o.IdleTimeout, creds: creds, tokens: tokens,
+		rate:    listen.Rate{Burst: o.SessionBurst, PerSecond: o.SessionRate, Now: o.Now},
 		maxBody: o.MaxRequestBytes, origins: origins, bodyTimeout: o.BodyTimeout, ctx: ctx, cancel: cancel, events: events,
 		sessions: map[string]*httpSession{}}, nil
 }
@@ -175,40 +216,41 @@ func (h *HTTPHandler) Close() error {
 
 // ServeHTTP implements http.Handler.
 func (h *HTTPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
-	if status, msg := h.admit(r); status != 0 {
+	cred, status, refusal := h.admit(r)
+	if status != 0 {
 		if status == http.StatusUnauthorized {
 			rw.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
 		}
-		http.Error(rw, msg, status)
+		http.Error(rw, refusal, status)
 		return
 	}
 	id := r.Header.Get("Mcp-Session-Id")
 	var msg jsonrpc.Message
 	if r.Method == http.MethodPost {
 		// A browser's simple request (text/plain) never reaches a session.
-		if !jsonPOST(r) {
-			http.Error(rw, msgMediaType, http.StatusUnsupportedMediaType)
+		if !listen.JSONPOST(r) {
+			http.Error(rw, listen.MsgMediaType, http.StatusUnsupportedMediaType)
 			return
 		}
 		r.Body = http.MaxBytesReader(rw, r.Body, h.maxBody)
 		var body []byte
-		if msg, body = h.readBody(rw, r); msg == nil {
+		if msg, body = listen.ReadBody(rw, r, h.bodyTimeout); msg == nil {
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 	}
 	// The session transport's own error texts may quote the request.
-	w := &plainErrors{ResponseWriter: rw}
-	defer w.finish()
+	w := &listen.PlainErrors{ResponseWriter: rw}
+	defer w.Finish()
 	if id == "" {
 		if r.Method != http.MethodPost {
 			http.Error(w, "Bad Request: this method requires an Mcp-Session-Id header", http.StatusBadRequest)
 			return
 		}
-		h.open(w, r, msg)
+		h.open(w, r, msg, cred)
 		return
 	}
-	s := h.lookup(id, r.Method == http.MethodPost)
+	s := h.lookup(id, cred, r.Method == http.MethodPost)
 	if s == nil {
 		http.Error(w, "Not Found: no such MCP session", http.StatusNotFound)
 		return
@@ -230,69 +272,57 @@ func (h *HTTPHandler) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 }
 
 // admit checks the bearer token, every Origin header and, on a loopback
-// address, Host. It returns 0 or the status and a categorical message
-// (never a header's value).
-func (h *HTTPHandler) admit(r *http.Request) (int, string) {
-	loopback, port := false, ""
-	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil {
-		loopback = isLoopback(local.String())
-		_, port, _ = net.SplitHostPort(local.String())
-	}
+// address, Host. It returns the credential's name and 0, or the status and
+// a categorical message (never a header's value).
+func (h *HTTPHandler) admit(r *http.Request) (string, int, string) {
+	loopback, port := httpguard.Local(r)
 	if loopback && !isLoopback(r.Host) {
-		return http.StatusForbidden, "Forbidden: the Host header must name a loopback address"
+		return "", http.StatusForbidden, "Forbidden: the Host header must name a loopback address"
 	}
 	if !h.checkOrigins(r, loopback, port) {
-		return http.StatusForbidden, msgBadOrigin
+		return "", http.StatusForbidden, listen.MsgBadOrigin
 	}
-	if h.token != "" {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(h.token)) != 1 {
-			return http.StatusUnauthorized, "Unauthorized: a valid bearer token is required"
-		}
+	cred, ok := h.credential(r)
+	if !ok {
+		return "", http.StatusUnauthorized, "Unauthorized: a valid bearer token is required"
 	}
-	return 0, ""
+	return cred, 0, ""
 }
 
 // isLoopback reports whether a host, or host:port, is localhost or a
 // loopback IP address.
-func isLoopback(hostport string) bool {
-	host, _, err := net.SplitHostPort(hostport)
-	if err != nil {
-		host = strings.Trim(hostport, "[]")
-	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip, err := netip.ParseAddr(host)
-	return err == nil && ip.IsLoopback()
-}
+func isLoopback(hostport string) bool { return httpguard.IsLoopback(hostport) }
 
 // IsLoopbackAddress reports whether a listen address (host:port) is bound to
 // loopback only; an empty host (all interfaces) is not.
-func IsLoopbackAddress(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	return err == nil && host != "" && isLoopback(host)
-}
+func IsLoopbackAddress(addr string) bool { return httpguard.IsLoopbackAddress(addr) }
 
-// lookup returns the session id names, or nil. With request set it counts
-// a request in flight (see httpSession.startRequest), under the handler's
-// lock, so that eviction never picks a session a request just found.
-func (h *HTTPHandler) lookup(id string, request bool) *httpSession {
+// lookup returns the session id names if cred opened it, or nil. With
+// request set it counts a request in flight (see
+// httpSession.startRequest), under the handler's lock, so that eviction
+// never picks a session a request just found.
+func (h *HTTPHandler) lookup(id, cred string, request bool) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.sessions[id]
+	if s != nil && s.cred != cred {
+		return nil
+	}
 	if s != nil && request {
 		s.startRequest()
 	}
 	return s
 }
 
-// evictIdle ends the least recently used session with no request in
-// flight and returns it, nil when there is none. h.mu must be held.
-func (h *HTTPHandler) evictIdle() *httpSession {
+// evictIdle ends the least recently used session of cred with no request
+// in flight and returns it, nil when there is none. h.mu must be held.
+func (h *HTTPHandler) evictIdle(cred string) *httpSession {
 	var lru *httpSession
 	var last time.Time
 	for _, s := range h.sessions {
+		if s.cred != cred {
+			continue
+		}
 		s.mu.Lock()
 		idle, used := s.refs == 0, s.used
 		s.mu.Unlock()
@@ -313,40 +343,60 @@ func (h *HTTPHandler) evictIdle() *httpSession {
 
 // open starts a session for a POST without a session id: msg, its body,
 // must be an initialize request.
-func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request, msg jsonrpc.Message) {
+func (h *HTTPHandler) open(w http.ResponseWriter, r *http.Request, msg jsonrpc.Message, cred string) {
 	req, ok := msg.(*jsonrpc.Request)
 	if !ok || !req.IsCall() || req.Method != methodInitialize {
 		id := jsonrpc.ID{}
 		if ok {
 			id = req.ID
 		}
-		writeRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "hybridctx: a new MCP session starts with initialize (send Mcp-Session-Id otherwise)")
+		listen.WriteRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest, "hybridctx: a new MCP session starts with initialize (send Mcp-Session-Id otherwise)")
 		return
 	}
-	s, status, err := h.start(r.Context())
+	s, status, err := h.start(r.Context(), cred)
 	if err != nil {
 		code := jsonrpc.CodeInternalError
-		if status == http.StatusForbidden {
+		switch status {
+		case http.StatusForbidden:
 			code = CodeTooManySessions
+		case http.StatusTooManyRequests:
+			code = CodeSessionRate
 		}
-		writeRPCError(w, status, req.ID, int64(code), err.Error())
+		var rate errSessionRate
+		if errors.As(err, &rate) {
+			w.Header().Set("Retry-After", listen.RetryAfter(rate.wait))
+		}
+		listen.WriteRPCError(w, status, req.ID, int64(code), err.Error())
 		return
 	}
 	defer s.endRequest() // start counted this request
 	s.transport.ServeHTTP(w, r)
 }
 
-// start opens a session, or returns the HTTP status and a categorical error.
-func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
+// errSessionRate is the categorical error of a session over its
+// credential's rate; it carries the wait for Retry-After.
+type errSessionRate struct{ wait time.Duration }
+
+func (e errSessionRate) Error() string {
+	return "hybridctx: this client opens MCP sessions too fast; retry after " + listen.RetryAfter(e.wait) + " s (reuse a session instead of opening new ones)"
+}
+
+// start opens a session for cred, or returns the HTTP status and a
+// categorical error.
+func (h *HTTPHandler) start(ctx context.Context, cred string) (*httpSession, int, error) {
 	id := rand.Text()
 	h.mu.Lock()
 	var evicted *httpSession
-	switch {
-	case h.closed:
+	if h.closed {
 		h.mu.Unlock()
 		return nil, http.StatusServiceUnavailable, errors.New("hybridctx: the proxy is shutting down")
-	case len(h.sessions) >= h.max:
-		if evicted = h.evictIdle(); evicted == nil {
+	}
+	if ok, wait := h.rate.Allow(cred); !ok {
+		h.mu.Unlock()
+		return nil, http.StatusTooManyRequests, errSessionRate{wait}
+	}
+	if h.sessionsOf(cred) >= h.max {
+		if evicted = h.evictIdle(cred); evicted == nil {
 			h.mu.Unlock()
 			// 403, not 503: clients treat 503 as transient and drop the
 			// body that says what to do.
@@ -355,7 +405,7 @@ func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 	}
 	// The opening request is in flight from the start, so that another
 	// new session cannot evict this one before it answered.
-	s := &httpSession{h: h, id: id, transport: &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events},
+	s := &httpSession{h: h, id: id, cred: cred, transport: &mcp.StreamableServerTransport{SessionID: id, EventStore: h.events},
 		ready: make(chan struct{}), done: make(chan struct{}), refs: 1, used: time.Now()}
 	h.sessions[id] = s
 	h.wg.Add(1)
@@ -372,7 +422,7 @@ func (h *HTTPHandler) start(ctx context.Context) (*httpSession, int, error) {
 		}
 	}
 	if err == nil {
-		proxy, upstream, err = h.newSession(ctx, id)
+		proxy, upstream, err = h.newSession(ctx, id, cred)
 	}
 	if err != nil {
 		h.remove(s)
@@ -395,26 +445,4 @@ func (h *HTTPHandler) remove(s *httpSession) {
 	if h.sessions[s.id] == s {
 		delete(h.sessions, s.id)
 	}
-}
-
-// writeRPCError answers with a JSON-RPC error response.
-func writeRPCError(w http.ResponseWriter, status int, id jsonrpc.ID, code int64, msg string) {
-	body, err := jsonrpc.EncodeMessage(&jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
-	if err != nil {
-		http.Error(w, msg, status)
-		return
-	}
-	if !id.IsValid() {
-		// A response to nothing identifiable carries "id": null.
-		var m map[string]json.RawMessage
-		if json.Unmarshal(body, &m) == nil {
-			m["id"] = json.RawMessage("null")
-			if b, err := json.Marshal(m); err == nil {
-				body = b
-			}
-		}
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(body)
 }

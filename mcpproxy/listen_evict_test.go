@@ -41,16 +41,18 @@ func TestListenMaxSessions(t *testing.T) {
 	cancel()
 	<-doneA
 	<-doneB
-	// Idle now: a new session evicts the least recently used one (b was
-	// used after a), and a's client gets 404.
+	// Idle now: a new session evicts one of them and its client gets 404.
+	// Which one is the least recently used depends on when each client's
+	// cancellation reached the server; TestListenEvictsLeastRecentlyUsed
+	// checks the order where it is known.
 	waitFor(t, func() bool { return r.h.idleSessions() == 2 })
-	b.call(t, "small", nil)
-	c := r.connect(t, nil)
+	c := r.connectWhenIdle(t)
 	c.call(t, "small", nil)
-	if _, err := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "small", Arguments: map[string]any{}}); err == nil {
-		t.Fatal("the evicted session still answers")
+	_, errA := a.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "small", Arguments: map[string]any{}})
+	_, errB := b.cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "small", Arguments: map[string]any{}})
+	if (errA == nil) == (errB == nil) {
+		t.Fatalf("after a third session: a %v, b %v; want exactly one evicted", errA, errB)
 	}
-	b.call(t, "small", nil)
 	if n := r.h.Sessions(); n != 2 {
 		t.Fatalf("%d sessions", n)
 	}
@@ -60,7 +62,7 @@ func TestListenMaxSessions(t *testing.T) {
 // 100 clients that never end their sessions, then one more: it works, the
 // live sessions stay at the limit, and an evicted client gets 404.
 func TestListenClientsThatNeverDelete(t *testing.T) {
-	r := newListenRig(t, false, nil)
+	r := newListenRig(t, false, &HTTPOptions{SessionRate: -1})
 	var first string
 	for i := range 100 {
 		resp, _ := post(t, r.srv.URL, "", initialize)
@@ -103,8 +105,8 @@ func TestListenEvictionBoundsUpstreams(t *testing.T) {
 	r := newListenRig(t, false, nil)
 	var mu sync.Mutex
 	live, most := 0, 0
-	h, err := NewHTTPHandler(func(ctx context.Context, id string) (*Proxy, mcp.Transport, error) {
-		p, up, err := r.session(ctx, id)
+	h, err := NewHTTPHandler(func(ctx context.Context, id, cred string) (*Proxy, mcp.Transport, error) {
+		p, up, err := r.session(ctx, id, cred)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -149,4 +151,29 @@ func (c slowClosing) Connect(ctx context.Context) (mcp.Connection, error) {
 		return nil, err
 	}
 	return closeHook{conn, c.closed}, nil
+}
+
+// Eviction picks, among one credential's sessions, the least recently used
+// one with no request in flight, and never another credential's.
+func TestListenEvictsLeastRecentlyUsed(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	sess := func(id, cred string, used time.Duration, refs int) *httpSession {
+		return &httpSession{id: id, cred: cred, used: t0.Add(used), refs: refs}
+	}
+	h := &HTTPHandler{sessions: map[string]*httpSession{}}
+	for _, s := range []*httpSession{
+		sess("old-busy", "a", 0, 1), sess("old", "a", time.Second, 0), sess("new", "a", 2*time.Second, 0),
+		sess("oldest-of-b", "b", -time.Hour, 0),
+	} {
+		h.sessions[s.id] = s
+	}
+	for _, want := range []string{"old", "new", ""} {
+		got := h.evictIdle("a")
+		if (got == nil && want != "") || (got != nil && got.id != want) {
+			t.Fatalf("evicted %v, want %q", got, want)
+		}
+	}
+	if _, ok := h.sessions["oldest-of-b"]; !ok || h.sessions["old-busy"] == nil {
+		t.Fatal("evicted another credential's session or a busy one")
+	}
 }

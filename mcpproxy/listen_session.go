@@ -13,6 +13,7 @@ import (
 type httpSession struct {
 	h         *HTTPHandler
 	id        string
+	cred      string // the name of the credential that opened it
 	transport *mcp.StreamableServerTransport
 	ready     chan struct{} // closed once the transport is connected
 	done      chan struct{} // closed once the proxy session ended

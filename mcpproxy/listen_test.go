@@ -22,6 +22,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/httpup"
 	"github.com/hybridctx/hybridctx/workspace"
 )
 
@@ -38,11 +39,18 @@ type listenRig struct {
 	css   []*mcp.ClientSession
 	n     int
 	procs bool // upstream is a helper process per session
+	// byCredential gives each credential one owner (as hybridctx mcp
+	// does), instead of one owner per session.
+	byCredential bool
 }
 
 func newListenRig(t *testing.T, procs bool, opts *HTTPOptions) *listenRig {
 	t.Helper()
-	r := &listenRig{store: openStore(t, "mem://"), procs: procs}
+	return startListenRig(t, &listenRig{store: openStore(t, "mem://"), procs: procs}, opts)
+}
+
+func startListenRig(t *testing.T, r *listenRig, opts *HTTPOptions) *listenRig {
+	t.Helper()
 	h, err := NewHTTPHandler(r.session, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -56,13 +64,18 @@ func newListenRig(t *testing.T, procs bool, opts *HTTPOptions) *listenRig {
 	return r
 }
 
-// session gives every session its own owner and upstream.
-func (r *listenRig) session(_ context.Context, _ string) (*Proxy, mcp.Transport, error) {
+// session gives every session its own upstream, and its own owner unless
+// r.byCredential.
+func (r *listenRig) session(_ context.Context, _, cred string) (*Proxy, mcp.Transport, error) {
 	r.mu.Lock()
 	r.n++
 	n := r.n
 	r.mu.Unlock()
-	p, err := sessionProxy(r.store, owner(fmt.Sprintf("http-%d", n)))
+	o := owner(fmt.Sprintf("http-%d", n))
+	if r.byCredential {
+		o = owner("credential-" + cred)
+	}
+	p, err := sessionProxy(r.store, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -131,11 +144,52 @@ func sessionProxy(store *workspace.Store, o artifact.Owner) (*Proxy, error) {
 // connect opens an MCP session over HTTP with the Go SDK's client.
 func (r *listenRig) connect(t *testing.T, opts *mcp.ClientOptions) *rig {
 	t.Helper()
-	cl := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, opts)
-	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.srv.URL, MaxRetries: -1}, nil)
+	return r.connectAs(t, opts, "")
+}
+
+// connectAs is connect with a bearer token ("" sends none).
+func (r *listenRig) connectAs(t *testing.T, opts *mcp.ClientOptions, token string) *rig {
+	t.Helper()
+	cs, err := r.tryConnect(opts, token)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r.keep(t, cs)
+}
+
+// tryConnect opens a client session, or says why it could not.
+func (r *listenRig) tryConnect(opts *mcp.ClientOptions, token string) (*mcp.ClientSession, error) {
+	cl := mcp.NewClient(&mcp.Implementation{Name: "http-client", Version: "1"}, opts)
+	tr := &mcp.StreamableClientTransport{Endpoint: r.srv.URL, MaxRetries: -1}
+	if token != "" {
+		tr.HTTPClient = &http.Client{Transport: &httpup.RoundTripper{Next: http.DefaultTransport, Header: http.Header{"Authorization": {"Bearer " + token}}}}
+	}
+	return cl.Connect(context.Background(), tr, nil)
+}
+
+// connectWhenIdle connects as a client would that is told every session is
+// busy: it tries again, a bounded number of times, once a session is idle.
+// A client's last request can still be ending on the server after the
+// client has its answer.
+func (r *listenRig) connectWhenIdle(t *testing.T) *rig {
+	t.Helper()
+	var err error
+	for range 20 {
+		var cs *mcp.ClientSession
+		if cs, err = r.tryConnect(nil, ""); err == nil {
+			return r.keep(t, cs)
+		}
+		if !strings.Contains(err.Error(), "every one busy") {
+			break
+		}
+		waitFor(t, func() bool { return r.h.idleSessions() > 0 })
+	}
+	t.Fatal(err)
+	return nil
+}
+
+// keep registers cs with the rig and closes it when the test ends.
+func (r *listenRig) keep(t *testing.T, cs *mcp.ClientSession) *rig {
 	t.Cleanup(func() { _ = cs.Close() })
 	r.mu.Lock()
 	r.css = append(r.css, cs)
@@ -384,7 +438,7 @@ func TestListenToken(t *testing.T) {
 		t.Fatalf("the right token was refused: %d", resp.StatusCode)
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
-	hc := &http.Client{Transport: &upstreamRoundTripper{next: http.DefaultTransport, header: http.Header{"Authorization": {"Bearer s3cret-token-0123"}}}}
+	hc := &http.Client{Transport: &httpup.RoundTripper{Next: http.DefaultTransport, Header: http.Header{"Authorization": {"Bearer s3cret-token-0123"}}}}
 	cs, err := cl.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: r.srv.URL, HTTPClient: hc}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -432,7 +486,9 @@ func TestNewHTTPHandlerErrors(t *testing.T) {
 	if _, err := NewHTTPHandler(nil, nil); !errors.Is(err, ErrInvalidOptions) {
 		t.Fatalf("nil SessionFunc: %v", err)
 	}
-	f := func(context.Context, string) (*Proxy, mcp.Transport, error) { return nil, nil, errors.New("no") }
+	f := func(context.Context, string, string) (*Proxy, mcp.Transport, error) {
+		return nil, nil, errors.New("no")
+	}
 	for _, o := range []*HTTPOptions{{MaxSessions: -1}, {MaxRequestBytes: -1}} {
 		if _, err := NewHTTPHandler(f, o); !errors.Is(err, ErrInvalidOptions) {
 			t.Fatalf("%+v: %v", o, err)

@@ -14,6 +14,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/backend"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
 	"github.com/hybridctx/hybridctx/workspace"
 	"github.com/hybridctx/hybridctx/workspace/drivertest"
 	"github.com/hybridctx/hybridctx/workspace/memstore"
@@ -131,9 +132,9 @@ func TestReporterInContextWins(t *testing.T) {
 	store := openStore(t, "mem://")
 	bind, _ := hybridctx.NewBinding(owner("s1"), store)
 	off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: 4}, nil)
-	b := &bounder{off: off, reporter: ev.reporter()}
+	b := &bound.Bounder{Off: off, Reporter: ev.reporter()}
 	ctx := hybridctx.WithReporter(context.Background(), own.reporter())
-	if _, err := b.boundWire(ctx, hybridctx.Call{Tool: "t", ID: "1"}, json.RawMessage(`{"content":[{"type":"text","text":"hello world"}]}`)); err != nil {
+	if _, err := b.Wire(ctx, hybridctx.Call{Tool: "t", ID: "1"}, json.RawMessage(`{"content":[{"type":"text","text":"hello world"}]}`)); err != nil {
 		t.Fatal(err)
 	}
 	if len(own.all) != 1 || len(ev.all) != 0 {

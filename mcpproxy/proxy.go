@@ -16,12 +16,14 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
-	"github.com/hybridctx/hybridctx/readtools"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wireconn"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wiremsg"
 )
 
 // The methods the proxy looks at; every other message passes unchanged.
 const (
-	methodInitialize    = "initialize"
+	methodInitialize    = wiremsg.MethodInitialize
 	methodDiscover      = "server/discover"
 	methodToolsList     = "tools/list"
 	methodToolsCall     = "tools/call"
@@ -53,7 +55,7 @@ var (
 // bounds the upstream's tool results on the way (see the package
 // documentation). It is safe to Run several sessions at once.
 type Proxy struct {
-	bound     bounder
+	bound     bound.Bounder
 	read      reader
 	toolsJSON []json.RawMessage // the read tools, served by the proxy itself
 	tmplJSON  json.RawMessage
@@ -64,12 +66,12 @@ type Proxy struct {
 	streamAbove int
 	streamed    atomic.Int64 // results bounded as they were read, for tests
 	tempDir     string
-	nonce       string // in the tokens of streamed payloads (streamwalk.go)
+	nonce       string // in the tokens of streamed payloads (internal/bound/walk.go)
 }
 
 // NewProxy returns a Proxy that stores oversized blocks with off and serves
 // reads with reh. Both must be built on the same binding. The read tools'
-// names are off's policy's (Options' names are not used).
+// names are off's policy's, each replaced by Options.Names' when set.
 func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options) (*Proxy, error) {
 	if off == nil {
 		return nil, fmt.Errorf("%w: an Offloader is required", ErrInvalidOptions)
@@ -78,16 +80,16 @@ func NewProxy(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, opts *Options
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}, streamAbove: streamAbove, nonce: newNonce()}
+	p := &Proxy{mimes: mimeCache{m: map[artifact.Ref]string{}}, streamAbove: streamAbove, nonce: bound.NewNonce()}
 	if opts != nil {
 		p.log, p.tempDir = opts.Logger, opts.TempDir
 	}
-	if err := r.setNames(readtools.NamesOf(off.Policy())); err != nil {
+	if err := r.setNames(readNames(off, opts)); err != nil {
 		return nil, err
 	}
 	r.mimeOf = p.mimes.get
 	p.read = *r
-	p.bound = bounder{off: off, reporter: opts.reporter(), remember: p.mimes.put}
+	p.bound = bound.Bounder{Off: off, Reporter: opts.reporter(), Remember: p.mimes.put}
 	for _, t := range r.toolDefs() {
 		b, err := json.Marshal(t)
 		if err != nil {
@@ -119,13 +121,13 @@ func (p *Proxy) Run(ctx context.Context, upstream, downstream mcp.Transport) err
 		return fmt.Errorf("%w: %w", ErrClient, err)
 	}
 	sctx, cancel := context.WithCancel(ctx)
-	s := &session{p: p, ctx: sctx, cancel: cancel, wctx: context.WithoutCancel(ctx), up: wireOf(up), down: wireOf(down),
+	s := &session{p: p, ctx: sctx, cancel: cancel, wctx: context.WithoutCancel(ctx), up: wireconn.Of(up), down: wireconn.Of(down),
 		pending: map[string]*call{}, local: map[string]context.CancelFunc{}}
-	if l, ok := s.up.(interface{ setLarge(largeHook, int) }); ok {
-		l.setLarge(s.streamLarge, p.streamAbove)
+	if l, ok := s.up.(interface{ SetLarge(wireconn.Hook, int) }); ok {
+		l.SetLarge(s.streamLarge, p.streamAbove)
 	}
-	if l, ok := s.down.(interface{ setLarge(largeHook, int) }); ok {
-		l.setLarge(s.passLarge, p.streamAbove)
+	if l, ok := s.down.(interface{ SetLarge(wireconn.Hook, int) }); ok {
+		l.SetLarge(s.passLarge, p.streamAbove)
 	}
 	return s.run(ctx)
 }
@@ -136,12 +138,12 @@ type session struct {
 	ctx    context.Context // cancelled when the session ends
 	cancel context.CancelFunc
 	wctx   context.Context // for writes, which must outlive ctx at shutdown
-	up     wireConn
-	down   wireConn
+	up     wireconn.Conn
+	down   wireconn.Conn
 
 	mu      sync.Mutex
-	pending map[string]*call              // by idKey: client requests forwarded upstream
-	local   map[string]context.CancelFunc // by idKey: client requests the proxy serves
+	pending map[string]*call              // by wiremsg.IDKey: client requests forwarded upstream
+	local   map[string]context.CancelFunc // by wiremsg.IDKey: client requests the proxy serves
 	work    sync.WaitGroup                // local requests and result bounding
 	drops   dropCounts
 	upErr   error // why the session was ended from the upstream side, if it was
@@ -209,14 +211,14 @@ func upstreamError(readErr, closeErr error) error {
 // session goes on.
 func (s *session) readClient() error {
 	for {
-		m, err := s.down.readMsg(s.ctx)
-		var bad *badMessage
+		m, err := s.down.ReadMsg(s.ctx)
+		var bad *wiremsg.Bad
 		switch {
 		case err == nil:
 		case errors.As(err, &bad):
-			s.drop(fromClient, bad.why)
-			if bad.id != nil {
-				_ = s.down.writeMsg(s.wctx, errorResponse(bad.id, bad.rpcError()))
+			s.drop(fromClient, bad.Why)
+			if bad.ID != nil {
+				_ = s.down.WriteMsg(s.wctx, wiremsg.ErrorResponse(bad.ID, bad.RPCError()))
 			}
 			continue
 		case errors.Is(err, io.EOF) || s.ctx.Err() != nil:
@@ -225,12 +227,12 @@ func (s *session) readClient() error {
 			return fmt.Errorf("%w: %w", ErrClient, err)
 		}
 		switch {
-		case m.isRequest():
+		case m.IsRequest():
 			s.clientRequest(m)
-		case m.isCall():
+		case m.IsCall():
 			s.clientNotification(m)
 		default:
-			_ = s.up.writeMsg(s.wctx, m) // the answer to an upstream request
+			_ = s.up.WriteMsg(s.wctx, m) // the answer to an upstream request
 		}
 	}
 }
@@ -240,48 +242,32 @@ func (s *session) readClient() error {
 // request gets an error instead of waiting forever.
 func (s *session) readUpstream() error {
 	for {
-		m, err := s.up.readMsg(s.ctx)
-		var bad *badMessage
+		m, err := s.up.ReadMsg(s.ctx)
+		var bad *wiremsg.Bad
 		switch {
 		case err == nil:
 		case errors.As(err, &bad):
-			s.drop(fromUpstream, bad.why)
-			if key, ok := idKey(bad.id); ok {
+			s.drop(fromUpstream, bad.Why)
+			if key, ok := wiremsg.IDKey(bad.ID); ok {
 				if c := s.take(key); c != nil {
 					c.cancel()
-					s.respond(c.id, nil, upstreamBad(bad))
+					s.respond(c.id, nil, wiremsg.UpstreamError(bad))
 				}
 			}
 			continue
 		default:
 			return err
 		}
-		if m.isCall() {
-			_ = s.down.writeMsg(s.wctx, m) // requests and notifications pass
+		if m.IsCall() {
+			_ = s.down.WriteMsg(s.wctx, m) // requests and notifications pass
 			continue
 		}
 		s.upstreamResponse(m)
 	}
 }
 
-// upstreamBad is the error a client request gets when the upstream's
-// response to it could not be taken.
-func upstreamBad(bad *badMessage) *jsonrpc.Error {
-	switch bad.why {
-	case whyTooLarge:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response exceeds the message size limit"}
-	case whyNotBounded:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's result could not be bounded"}
-	case whyTaken:
-		return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: internal error"}
-	case whyCut:
-		return errCutShort
-	}
-	return &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response was not a valid JSON-RPC message"}
-}
-
-func (s *session) clientRequest(m *wmsg) {
-	key, _ := idKey(m.id)
+func (s *session) clientRequest(m *wiremsg.Msg) {
+	key, _ := wiremsg.IDKey(m.ID)
 	s.mu.Lock()
 	_, busy := s.pending[key]
 	_, busyLocal := s.local[key]
@@ -289,27 +275,27 @@ func (s *session) clientRequest(m *wmsg) {
 	if busy || busyLocal {
 		// Never two requests under one id: the answer to one could be
 		// taken for the other's.
-		m.release()
-		s.drop(fromClient, whyDup)
-		_ = s.down.writeMsg(s.wctx, errorResponse(m.id, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "hybridctx: " + whyDup}))
+		m.Release()
+		s.drop(fromClient, wiremsg.WhyDup)
+		_ = s.down.WriteMsg(s.wctx, wiremsg.ErrorResponse(m.ID, &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "hybridctx: " + wiremsg.WhyDup}))
 		return
 	}
-	switch m.name {
+	switch m.Name {
 	case methodToolsCall:
 		var p struct {
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 		}
-		_ = json.Unmarshal(m.params, &p) // malformed params go upstream, which answers
-		if m.has("params") {
-			p.Name = m.big.name
+		_ = json.Unmarshal(m.Params, &p) // malformed params go upstream, which answers
+		if m.Has("params") {
+			p.Name = m.Big.Name
 		}
 		if s.p.read.set.Has(p.Name) {
-			if m.load() != nil {
-				s.respond(m.id, nil, errTaken)
+			if m.Load() != nil {
+				s.respond(m.ID, nil, errTaken)
 				return
 			}
-			_ = json.Unmarshal(m.params, &p)
+			_ = json.Unmarshal(m.Params, &p)
 			s.serve(m, key, func(ctx context.Context) (any, error) { return s.p.read.callTool(ctx, p.Name, p.Arguments) })
 			return
 		}
@@ -318,16 +304,16 @@ func (s *session) clientRequest(m *wmsg) {
 		var p struct {
 			URI string `json:"uri"`
 		}
-		bad := json.Unmarshal(m.params, &p) != nil
-		if m.has("params") {
-			p.URI, bad = m.big.uri, m.big.uriBad
+		bad := json.Unmarshal(m.Params, &p) != nil
+		if m.Has("params") {
+			p.URI, bad = m.Big.URI, m.Big.URIBad
 		}
 		if bad || !isArtifactURI(p.URI) {
 			s.forward(m, key, "")
 			return
 		}
-		m.release() // only the uri is needed
-		if m.name == methodResourcesRead {
+		m.Release() // only the uri is needed
+		if m.Name == methodResourcesRead {
 			s.serve(m, key, func(ctx context.Context) (any, error) { return s.p.read.readResource(ctx, p.URI) })
 			return
 		}
@@ -338,13 +324,13 @@ func (s *session) clientRequest(m *wmsg) {
 	}
 }
 
-func (s *session) clientNotification(m *wmsg) {
-	if m.name == notifyCancelled && m.load() == nil {
+func (s *session) clientNotification(m *wiremsg.Msg) {
+	if m.Name == notifyCancelled && m.Load() == nil {
 		var p struct {
 			RequestID json.RawMessage `json:"requestId"`
 		}
-		if json.Unmarshal(m.params, &p) == nil {
-			if key, ok := idKey(p.RequestID); ok {
+		if json.Unmarshal(m.Params, &p) == nil {
+			if key, ok := wiremsg.IDKey(p.RequestID); ok {
 				s.mu.Lock()
 				stop, local := s.local[key]
 				c := s.pending[key]
@@ -359,22 +345,22 @@ func (s *session) clientNotification(m *wmsg) {
 			}
 		}
 	}
-	_ = s.up.writeMsg(s.wctx, m)
+	_ = s.up.WriteMsg(s.wctx, m)
 }
 
 // forward sends a client request upstream and remembers it until the
 // response comes back.
-func (s *session) forward(m *wmsg, key, tool string) {
+func (s *session) forward(m *wiremsg.Msg, key, tool string) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
-	s.pending[key] = &call{id: m.id, method: m.name, tool: tool, ctx: ctx, cancel: cancel}
+	s.pending[key] = &call{id: m.ID, method: m.Name, tool: tool, ctx: ctx, cancel: cancel}
 	s.mu.Unlock()
-	if err := s.up.writeMsg(s.wctx, m); err != nil {
+	if err := s.up.WriteMsg(s.wctx, m); err != nil {
 		// Without an upstream session nothing can be proxied: the session
 		// ends with the reason (an HTTP upstream that cannot be reached),
 		// recorded before the client hears of it, so that Run reports it
 		// even when the client leaves first.
-		initialize := m.name == methodInitialize
+		initialize := m.Name == methodInitialize
 		if initialize {
 			s.mu.Lock()
 			s.upErr = cmp.Or(s.upErr, err)
@@ -382,7 +368,7 @@ func (s *session) forward(m *wmsg, key, tool string) {
 		}
 		if c := s.take(key); c != nil {
 			c.cancel()
-			s.respond(m.id, nil, errNotSent)
+			s.respond(m.ID, nil, errNotSent)
 		}
 		if initialize {
 			_ = s.up.Close()
@@ -403,7 +389,7 @@ func (s *session) unreachable() error {
 
 // serve answers a client request in the proxy, cancellable by the client.
 // The request never goes upstream, so no upstream message can answer it.
-func (s *session) serve(m *wmsg, key string, fn func(context.Context) (any, error)) {
+func (s *session) serve(m *wiremsg.Msg, key string, fn func(context.Context) (any, error)) {
 	ctx, cancel := context.WithCancel(s.ctx)
 	s.mu.Lock()
 	s.local[key] = cancel
@@ -416,7 +402,7 @@ func (s *session) serve(m *wmsg, key string, fn func(context.Context) (any, erro
 		delete(s.local, key)
 		s.mu.Unlock()
 		cancel()
-		s.respond(m.id, res, err)
+		s.respond(m.ID, res, err)
 	}()
 }
 

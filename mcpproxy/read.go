@@ -13,7 +13,17 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpblock"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
 	"github.com/hybridctx/hybridctx/readtools"
+)
+
+// MIME types of stored payloads, as the rule in package mcpblock names
+// them (the bounder labels what it stores with the same).
+const (
+	mimeText   = mcpblock.MIMEText
+	mimeJSON   = mcpblock.MIMEJSON
+	mimeBinary = mcpblock.MIMEBinary
 )
 
 // ArtifactURITemplate is the resource template under which stored bodies
@@ -85,7 +95,7 @@ func (r *reader) templateDef() *mcp.ResourceTemplate {
 // only when the context was cancelled; every other failure is a tool result
 // with isError set.
 func (r *reader) callTool(ctx context.Context, name string, rawArgs json.RawMessage) (*mcp.CallToolResult, error) {
-	res, err := r.set.Call(withReporter(ctx, r.reporter), name, rawArgs)
+	res, err := r.set.Call(bound.WithReporter(ctx, r.reporter), name, rawArgs)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -120,8 +130,8 @@ func (r *reader) callTool(ctx context.Context, name string, rawArgs json.RawMess
 // readResource serves resources/read of an artifact:// URI: the same owner,
 // digest and budget checks, and the whole body must fit the budget.
 func (r *reader) readResource(ctx context.Context, uri string) (*mcp.ReadResourceResult, error) {
-	ctx = withReporter(ctx, r.reporter)
-	got, err := r.reh.Rehydrate(ctx, hybridctx.Request{Reference: uri, Budget: r.budget, Source: hybridctx.SourceToolRequest})
+	ctx = bound.WithReporter(ctx, r.reporter)
+	got, err := r.reh.Rehydrate(ctx, hybridctx.Request{Reference: uri, Budget: r.budget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wiremsg"
 )
 
 // Responses: what the client gets back for the requests the proxy forwarded
@@ -19,11 +20,11 @@ import (
 // rewritten where the proxy changes it, under the client's own id; every
 // other response (a second one, one for a request the proxy serves, one for
 // an id never forwarded) is dropped.
-func (s *session) upstreamResponse(m *wmsg) {
-	key, _ := idKey(m.id)
+func (s *session) upstreamResponse(m *wiremsg.Msg) {
+	key, _ := wiremsg.IDKey(m.ID)
 	c := s.take(key)
 	if c == nil {
-		m.release()
+		m.Release()
 		s.mu.Lock()
 		_, local := s.local[key]
 		s.mu.Unlock()
@@ -34,37 +35,37 @@ func (s *session) upstreamResponse(m *wmsg) {
 		}
 		return
 	}
-	m.id = c.id
-	if rewritten[c.method] && m.load() != nil {
+	m.ID = c.id
+	if rewritten[c.method] && m.Load() != nil {
 		c.cancel()
 		s.respond(c.id, nil, errTaken)
 		return
 	}
 	switch c.method {
 	case methodInitialize, methodDiscover:
-		if m.err == nil {
-			m.result = withCapabilities(m.result)
+		if m.Err == nil {
+			m.Result = withCapabilities(m.Result)
 		}
 	case methodToolsList:
 		switch {
-		case isMethodNotFound(m.err):
-			m.err, m.result = nil, localList("tools", s.p.toolsJSON...)
-		case m.err == nil:
-			m.result = withReadTools(m.result, s.p.toolsJSON, s.p.read.set.Has)
+		case isMethodNotFound(m.Err):
+			m.Err, m.Result = nil, localList("tools", s.p.toolsJSON...)
+		case m.Err == nil:
+			m.Result = withReadTools(m.Result, s.p.toolsJSON, s.p.read.set.Has)
 		}
 	case methodTemplatesList:
 		switch {
-		case isMethodNotFound(m.err):
-			m.err, m.result = nil, localList("resourceTemplates", s.p.tmplJSON)
-		case m.err == nil:
-			m.result = withTemplate(m.result, s.p.tmplJSON)
+		case isMethodNotFound(m.Err):
+			m.Err, m.Result = nil, localList("resourceTemplates", s.p.tmplJSON)
+		case m.Err == nil:
+			m.Result = withTemplate(m.Result, s.p.tmplJSON)
 		}
 	case methodResourcesList:
-		if isMethodNotFound(m.err) {
-			m.err, m.result = nil, localList("resources")
+		if isMethodNotFound(m.Err) {
+			m.Err, m.Result = nil, localList("resources")
 		}
 	case methodToolsCall:
-		if m.err == nil {
+		if m.Err == nil {
 			// Bound off the read loop, so other messages keep flowing.
 			s.work.Add(1)
 			go func() {
@@ -75,18 +76,18 @@ func (s *session) upstreamResponse(m *wmsg) {
 		}
 	}
 	c.cancel()
-	_ = s.down.writeMsg(s.wctx, m)
+	_ = s.down.WriteMsg(s.wctx, m)
 }
 
-func (s *session) boundAndSend(c *call, m *wmsg) {
+func (s *session) boundAndSend(c *call, m *wiremsg.Msg) {
 	defer c.cancel()
-	res, err := s.p.bound.boundWire(c.ctx, offloadCall(c.tool, c.id), m.result)
+	res, err := s.p.bound.Wire(c.ctx, offloadCall(c.tool, c.id), m.Result)
 	if err != nil {
 		s.respond(c.id, nil, err)
 		return
 	}
-	m.result = res
-	_ = s.down.writeMsg(s.wctx, m)
+	m.Result = res
+	_ = s.down.WriteMsg(s.wctx, m)
 }
 
 // offloadCall is the Call an offload of a tools/call result records: the
@@ -117,26 +118,25 @@ func (s *session) failPending() {
 // respond answers the client request with id: result encoded, or err as a
 // JSON-RPC error.
 func (s *session) respond(id json.RawMessage, result any, err error) {
-	m := &wmsg{id: id}
+	m := &wiremsg.Msg{ID: id}
 	if err == nil {
 		raw, merr := json.Marshal(result)
 		if merr == nil {
-			m.result = raw
+			m.Result = raw
 		}
 		err = merr
 	}
 	if err != nil {
 		var we *jsonrpc.Error
 		errors.As(wireError(err), &we)
-		m = errorResponse(id, we)
+		m = wiremsg.ErrorResponse(id, we)
 	}
-	_ = s.down.writeMsg(s.wctx, m)
+	_ = s.down.WriteMsg(s.wctx, m)
 }
 
 var (
 	errUpstreamGone = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream MCP server exited"}
 	errNotSent      = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the request could not be sent to the upstream MCP server"}
-	errCutShort     = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: the upstream's response ended before it was complete"}
 )
 
 // wireError turns an error into the JSON-RPC error the client sees: the
@@ -191,3 +191,11 @@ func (c *mimeCache) get(ref artifact.Ref) string {
 	defer c.mu.Unlock()
 	return c.m[ref]
 }
+
+// rewritten are the methods whose results the proxy reads whole; any other
+// result passes as it came, a spooled one in pieces.
+var rewritten = map[string]bool{methodInitialize: true, methodDiscover: true, methodToolsList: true,
+	methodTemplatesList: true, methodResourcesList: true, methodToolsCall: true}
+
+// errTaken answers a request whose long message could not be read back.
+var errTaken = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "hybridctx: " + wiremsg.WhyTaken}

@@ -11,7 +11,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
 )
+
+// wireBounder is a bounder over a fresh memory workspace.
+func wireBounder(t testing.TB, threshold int64) *bound.Bounder {
+	t.Helper()
+	bind, _ := hybridctx.NewBinding(owner("s1"), openStore(t, "mem://"))
+	off, err := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: threshold}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &bound.Bounder{Off: off}
+}
 
 // manyBlocks is a result of n text blocks of size bytes each, every one
 // distinct and under the threshold.
@@ -112,6 +124,7 @@ func checkStoredWhole(t *testing.T, p *Proxy, blocks []string, content []mcp.Con
 }
 
 func TestWholeResultBoundWire(t *testing.T) {
+	skipUnlessLong(t)
 	const threshold = 16384
 	for _, n := range []int{200, 2000} {
 		p := boundingProxy(t, threshold)
@@ -121,7 +134,7 @@ func TestWholeResultBoundWire(t *testing.T) {
 			res.Content = append(res.Content, &mcp.TextContent{Text: s})
 		}
 		raw, _ := json.Marshal(res)
-		out, err := p.bound.boundWire(context.Background(), hybridctx.Call{Tool: "t", ID: "1"}, raw)
+		out, err := p.bound.Wire(context.Background(), hybridctx.Call{Tool: "t", ID: "1"}, raw)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +149,7 @@ func TestWholeResultBoundWire(t *testing.T) {
 		t.Logf("%d blocks of 4,000 bytes: %d bytes reach the client", n, len(out))
 
 		// Typed (Middleware): the same rule.
-		typed, err := p.bound.boundTyped(context.Background(), hybridctx.Call{Tool: "t", ID: "2"}, res)
+		typed, err := p.bound.Typed(context.Background(), hybridctx.Call{Tool: "t", ID: "2"}, res)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +162,7 @@ func TestWholeResultBoundWire(t *testing.T) {
 	b := wireBounder(t, threshold)
 	blocks := manyBlocks(2, 4000)
 	small, _ := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: blocks[0]}, &mcp.TextContent{Text: blocks[1]}}})
-	if out, _ := b.boundWire(context.Background(), hybridctx.Call{}, small); string(out) != string(small) {
+	if out, _ := b.Wire(context.Background(), hybridctx.Call{}, small); string(out) != string(small) {
 		t.Fatal("a result under the bound changed")
 	}
 	// A few blocks whose notices fit stay bounded block by block.
@@ -159,7 +172,7 @@ func TestWholeResultBoundWire(t *testing.T) {
 		res.Content = append(res.Content, &mcp.TextContent{Text: s})
 	}
 	raw, _ := json.Marshal(res)
-	out, err := b.boundWire(context.Background(), hybridctx.Call{Tool: "t", ID: "3"}, raw)
+	out, err := b.Wire(context.Background(), hybridctx.Call{Tool: "t", ID: "3"}, raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +191,7 @@ func TestWholeResultBoundTypedLargestFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := &bounder{off: off}
+	b := &bound.Bounder{Off: off}
 	// 990 + 995 + 1 + 900 > 2800: storing the 995 one leaves 1891, and its
 	// notice and link (about 650 bytes) still fit.
 	blocks := []string{strings.Repeat("a", 990), strings.Repeat("b", 995), "c", strings.Repeat("d", 900)}
@@ -186,7 +199,7 @@ func TestWholeResultBoundTypedLargestFirst(t *testing.T) {
 	for _, s := range blocks {
 		res.Content = append(res.Content, &mcp.TextContent{Text: s})
 	}
-	out, err := b.boundTyped(context.Background(), hybridctx.Call{Tool: "t"}, res)
+	out, err := b.Typed(context.Background(), hybridctx.Call{Tool: "t"}, res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +221,7 @@ func TestReadArtifactImageMIMEAcrossProcesses(t *testing.T) {
 	first, second := proxyFor(t, store, owner("s1"), nil), proxyFor(t, store, owner("s1"), nil)
 	png := append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), binary(3*testThreshold)...)
 	res, _ := json.Marshal(&mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"}}})
-	out, err := first.bound.boundWire(context.Background(), hybridctx.Call{Tool: "shot", ID: "1"}, res)
+	out, err := first.bound.Wire(context.Background(), hybridctx.Call{Tool: "shot", ID: "1"}, res)
 	if err != nil {
 		t.Fatal(err)
 	}

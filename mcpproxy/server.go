@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
 	"github.com/hybridctx/hybridctx/readtools"
 )
 
@@ -28,15 +29,12 @@ type Options struct {
 	// min(max_bytes, Budget), and resources/read returns a body only when it
 	// is at most Budget bytes. Zero means DefaultBudget.
 	Budget int64
-	// ReadToolName is the name AddReadTools registers the read tool under.
-	// It must equal the Offloader's Policy.ReadToolName, which the notice
-	// names; empty means hybridctx.DefaultReadToolName. Middleware and Proxy
-	// take the names from their Offloader's policy.
-	ReadToolName string
-	// SearchToolName and QueryToolName are the names AddReadTools
-	// registers the search and query tools under; empty means their
-	// defaults.
-	SearchToolName, QueryToolName string
+	// Names overrides the read tools' names; an empty name keeps the
+	// Offloader's policy's (for AddReadTools, which has no Offloader, the
+	// default). Middleware, AddReadTools and Proxy all name and recognise
+	// the tools as readtools.NamesOf(Names.Over(policy)); the notices name
+	// the policy's, so leave Names empty and set the names in the policy.
+	Names readtools.Names
 	// Reporter receives the progress events of the decisions made here
 	// whenever a request's context carries no reporter of its own.
 	Reporter hybridctx.Reporter
@@ -71,11 +69,16 @@ func (o *Options) reporter() hybridctx.Reporter {
 	return o.Reporter
 }
 
-// isReadTool reports whether name is one of the read tools of off's
-// policy.
-func isReadTool(off *hybridctx.Offloader, name string) bool {
-	p := off.Policy()
-	return name == p.ToolName(hybridctx.ViewRange) || name == p.ToolName(hybridctx.ViewSearch) || name == p.ToolName(hybridctx.ViewQuery)
+func (o *Options) names() readtools.Names {
+	if o == nil {
+		return readtools.Names{}
+	}
+	return o.Names
+}
+
+// readNames returns the names the read tools go by with off and opts.
+func readNames(off *hybridctx.Offloader, opts *Options) readtools.Names {
+	return readtools.NamesOf(opts.names().Over(off.Policy()))
 }
 
 // Middleware returns a receiving middleware that bounds the results of a
@@ -87,7 +90,8 @@ func isReadTool(off *hybridctx.Offloader, name string) bool {
 // per content block and one for structuredContent); a stored block is
 // replaced by the bounded notice and a resource_link, and stored
 // structuredContent is removed (the notice and link are appended to the
-// content). Results of the read tools (named by off's policy) pass
+// content). Results of the read tools (named by off's policy and
+// Options.Names, as AddReadTools names them) pass
 // unchanged: they are recovered content. tools/list results lose their
 // outputSchema, because a bounded result can no longer promise it (clients
 // that validate it would reject the result). Register the read tool with
@@ -96,20 +100,20 @@ func isReadTool(off *hybridctx.Offloader, name string) bool {
 // Memory: the middleware sees the result only as the decoded value the
 // tool's handler returned, so it cannot stream it: a result of N bytes is
 // in memory whole before the middleware runs, for as long as the handler
-// and the SDK hold it. What the middleware adds is small: a text block's
-// string and an image, audio or embedded resource's bytes are offloaded
-// from the value itself (hashed and written in chunks, not encoded); only
-// structuredContent that is not a json.RawMessage, an oversized _meta, and
-// a block whose fields other than its payload are over the threshold are
-// encoded to JSON first (one more copy of their size, released once
-// stored). The result the SDK then encodes and sends is the bounded one.
+// and the SDK hold it. The whole-result bound weighs the result as the
+// client receives it, so the middleware encodes it to JSON (one copy of its
+// encoded size) and reads that as the proxy reads a long line: payloads over
+// six times the threshold go into the offloader as they are read, the rest
+// is bounded as on the wire; a result that changed is decoded back for the
+// SDK, which then encodes and sends the bounded one.
 // For flat memory whatever the result's size, run the server behind the
 // proxy (hybridctx mcp), which streams the encoded result instead.
 func Middleware(off *hybridctx.Offloader, opts *Options) mcp.Middleware {
 	if off == nil {
 		panic("mcpproxy.Middleware: nil Offloader")
 	}
-	b := &bounder{off: off, reporter: opts.reporter()}
+	b := &bound.Bounder{Off: off, Reporter: opts.reporter(), Nonce: bound.NewNonce()}
+	reads := readNames(off, opts)
 	var calls atomic.Uint64
 	return func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
@@ -126,11 +130,11 @@ func Middleware(off *hybridctx.Offloader, opts *Options) mcp.Middleware {
 				if p, ok := req.GetParams().(*mcp.CallToolParamsRaw); ok && p != nil {
 					name = p.Name
 				}
-				if isReadTool(off, name) {
+				if reads.Has(name) {
 					return res, nil
 				}
 				call := hybridctx.Call{Tool: name, ID: "call-" + strconv.FormatUint(calls.Add(1), 10)}
-				return b.boundTyped(ctx, call, r)
+				return b.Typed(ctx, call, r)
 			case *mcp.ListToolsResult:
 				return withoutOutputSchemas(r), nil
 			}
@@ -166,7 +170,7 @@ func withoutOutputSchemas(r *mcp.ListToolsResult) *mcp.ListToolsResult {
 }
 
 // AddReadTools registers on s the read tools of package readtools —
-// read_artifact, search_artifact and query_artifact, named by Options — and
+// read_artifact, search_artifact and query_artifact, named by Options.Names — and
 // the resource template artifact://sha256/{hex}, all served by reh: the
 // owner, digest and budget checks of an explicit rehydration, categorical
 // outcomes as isError tool results (or JSON-RPC errors for resources/read),
@@ -177,11 +181,7 @@ func AddReadTools(s *mcp.Server, reh *hybridctx.Rehydrator, opts *Options) error
 	if err != nil {
 		return err
 	}
-	var names readtools.Names
-	if opts != nil {
-		names = readtools.Names{Read: opts.ReadToolName, Search: opts.SearchToolName, Query: opts.QueryToolName}
-	}
-	if err := r.setNames(names); err != nil {
+	if err := r.setNames(opts.names()); err != nil {
 		return err
 	}
 	for _, t := range r.toolDefs() {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/bound"
+	"github.com/hybridctx/hybridctx/readtools"
 )
 
 // boundedServer is a Go MCP server that bounds its own results.
@@ -54,17 +56,7 @@ func boundedServer(t *testing.T, ev *events) (*mcp.ClientSession, *mcp.Tool) {
 	if err := AddReadTools(s, reh, &Options{Budget: testBudget}); err != nil {
 		t.Fatal(err)
 	}
-	srvT, cliT := mcp.NewInMemoryTransports()
-	ss, err := s.Connect(context.Background(), srvT, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), cliT, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
-	return cs, withSchema
+	return connectServer(t, s), withSchema
 }
 
 func TestMiddleware(t *testing.T) {
@@ -167,34 +159,37 @@ func TestAddReadToolsErrors(t *testing.T) {
 	for name, err := range map[string]error{
 		"nil rehydrator": AddReadTools(s, nil, nil),
 		"budget":         AddReadTools(s, reh, &Options{Budget: -5}),
-		"tool name":      AddReadTools(s, reh, &Options{ReadToolName: "no spaces"}),
+		"tool name":      AddReadTools(s, reh, &Options{Names: readtools.Names{Read: "no spaces"}}),
 	} {
 		if !errors.Is(err, ErrInvalidOptions) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
-	if err := AddReadTools(s, reh, &Options{ReadToolName: "fetch_artifact"}); err != nil {
+	if err := AddReadTools(s, reh, &Options{Names: readtools.Names{Read: "fetch_artifact"}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func TestTypedPayloadFallsBackToJSON(t *testing.T) {
-	b := &bounder{off: mustOffloader(t, 100)}
-	// No resource: the block's JSON.
-	p, mime, _, err := b.typedPayload(&mcp.EmbeddedResource{})
-	if err != nil || mime != mimeJSON || !strings.Contains(string(p.(json.RawMessage)), `"type":"resource"`) {
-		t.Fatalf("%v %s %s", err, mime, p)
-	}
+func TestTypedFallsBackToJSON(t *testing.T) {
+	b := &bound.Bounder{Off: mustOffloader(t, 100)}
 	// Oversized metadata: the whole block, so nothing unbounded stays inline.
-	big := &mcp.TextContent{Text: "hi", Meta: mcp.Meta{"k": strings.Repeat("m", 200)}}
-	if p, mime, _, _ := b.typedPayload(big); mime != mimeJSON || !strings.Contains(string(p.(json.RawMessage)), "mmmm") {
-		t.Fatalf("%s %s", mime, p)
+	big := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hi", Meta: mcp.Meta{"k": strings.Repeat("m", 200)}}}}
+	out, err := b.Typed(context.Background(), hybridctx.Call{Tool: "t"}, big)
+	if err != nil || len(out.Content) != 2 || strings.Contains(dump(out), "mmmm") {
+		t.Fatalf("%v %s", err, dump(out))
+	}
+	if l, ok := out.Content[1].(*mcp.ResourceLink); !ok || l.MIMEType != mimeJSON {
+		t.Fatalf("%s", dump(out))
 	}
 	// Small metadata: the payload, and the annotations carried over.
 	ann := &mcp.Annotations{Audience: []mcp.Role{"user"}}
-	if p, mime, a, _ := b.typedPayload(&mcp.ImageContent{Data: []byte("x"), MIMEType: `bad\mime`, Annotations: ann}); a != ann ||
-		mime != mimeBinary || string(p.([]byte)) != "x" {
-		t.Fatalf("%s %v", mime, a)
+	img := &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: binary(150), MIMEType: `bad\mime`, Annotations: ann}}}
+	out, err = b.Typed(context.Background(), hybridctx.Call{Tool: "t"}, img)
+	if err != nil || len(out.Content) != 2 {
+		t.Fatalf("%v %s", err, dump(out))
+	}
+	if l, ok := out.Content[1].(*mcp.ResourceLink); !ok || l.MIMEType != mimeBinary || *l.Size != 150 || l.Annotations == nil || l.Annotations.Audience[0] != "user" {
+		t.Fatalf("%s", dump(out))
 	}
 }
 
@@ -206,4 +201,55 @@ func mustOffloader(t *testing.T, threshold int64) *hybridctx.Offloader {
 		t.Fatal(err)
 	}
 	return off
+}
+
+// TestMiddlewareRenamedReadTool: the middleware knows the read tools by the
+// names Options gives them, as AddReadTools registers them; a renamed read
+// tool's answer above the threshold is recovered content, never stored and
+// replaced by a notice again.
+func TestMiddlewareRenamedReadTool(t *testing.T) {
+	store := openStore(t, "mem://")
+	bind, _ := hybridctx.NewBinding(owner("s1"), store)
+	off, err := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: testThreshold}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reh, _ := hybridctx.NewRehydrator(bind, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "renamed", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "large", InputSchema: objectSchema}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text(3 * testThreshold)}}}, nil
+	})
+	opts := &Options{Budget: testBudget, Names: readtools.Names{Read: "fetch_artifact", Search: "grep_artifact"}}
+	s.AddReceivingMiddleware(Middleware(off, opts))
+	if err := AddReadTools(s, reh, opts); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{cs: connectServer(t, s)}
+	ref := linkOf(t, r.call(t, "large", nil)).URI
+	want := text(3 * testThreshold)
+	got := r.call(t, "fetch_artifact", map[string]any{"reference": ref, "length": len(want)})
+	if got.IsError || len(got.Content) != 1 || texts(got)[0] != want {
+		t.Fatalf("the renamed read tool's answer was bounded again: %.300s", dump(got))
+	}
+	found := r.call(t, "grep_artifact", map[string]any{"reference": ref, "pattern": "."})
+	if found.IsError || len(found.Content) != 1 {
+		t.Fatalf("the renamed search tool's answer was bounded again: %.300s", dump(found))
+	}
+}
+
+// connectServer connects a client to s over in-memory transports; both
+// end with the test.
+func connectServer(t *testing.T, s *mcp.Server) *mcp.ClientSession {
+	t.Helper()
+	srvT, cliT := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(context.Background(), srvT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), cliT, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Close() })
+	return cs
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wireconn"
 )
 
 // rawRig runs a Proxy between two newline-delimited streams that a test
@@ -138,7 +140,11 @@ func (r *rawRig) upRecv(t *testing.T) string {
 func fields(t *testing.T, line string) map[string]json.RawMessage {
 	t.Helper()
 	out := map[string]json.RawMessage{}
-	if err := eachField([]byte(line), func(k string, v json.RawMessage) { out[k] = v }); err != nil || !json.Valid([]byte(line)) {
+	if err := jsonstream.EachMember([]byte(line), func(k, v []byte) {
+		var key string
+		_ = json.Unmarshal(k, &key)
+		out[key] = v
+	}); err != nil {
 		t.Fatalf("not a JSON object: %.300s", line)
 	}
 	return out
@@ -288,7 +294,7 @@ func TestBadClientInputKeepsSession(t *testing.T) {
 		{`{"jsonrpc":"2.0","id":6,"method":`, -32700, `6`},
 		{`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"arguments":{"x":"` + strings.Repeat("y", 2*limit) + `"}}}`, -32600, `5`},
 		{`{"jsonrpc":"2.0","method":"tools/call","params":{"x":"` + strings.Repeat("y", 2*limit) + `"},"id":"late"}`, -32600, `"late"`},
-		{strings.Repeat("z", 3*lineBuffer), 0, ""},
+		{strings.Repeat("z", 3*wireconn.LineBuffer), 0, ""},
 	}
 	for _, c := range cases {
 		r.send(t, c.line)
@@ -317,6 +323,7 @@ func TestBadClientInputKeepsSession(t *testing.T) {
 // TestLargeClientMessagePasses: a client message far over the read buffer
 // (and the SDK's 16 MiB) but under the limit reaches the upstream intact.
 func TestLargeClientMessagePasses(t *testing.T) {
+	skipUnlessLong(t)
 	r := newRawRig(t, 0)
 	arg := strings.Repeat("a", 17<<20)
 	line := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"x":"` + arg + `"}}}`

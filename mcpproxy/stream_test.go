@@ -12,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/boundcases"
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wireconn"
 )
 
 // streamTestAbove is the streaming length in these tests (the threshold,
@@ -19,11 +21,10 @@ import (
 const streamTestAbove = 8 * testThreshold
 
 // wholeAnswer bounds result with the whole-message path on a fresh store.
-func wholeAnswer(t *testing.T, result json.RawMessage, perBlockOnly bool) string {
+func wholeAnswer(t *testing.T, result json.RawMessage) string {
 	t.Helper()
 	b := proxyFor(t, openStore(t, "mem://"), owner("s1"), nil).bound
-	b.perBlockOnly = perBlockOnly
-	out, err := b.boundWire(context.Background(), hybridctx.Call{Tool: "big", ID: "1"}, result)
+	out, err := b.Wire(context.Background(), hybridctx.Call{Tool: "big", ID: "1"}, result)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,11 +89,18 @@ func FuzzStreamedResult(f *testing.F) {
 		if err := json.Unmarshal([]byte(got), &resp); err != nil || resp["result"] == nil {
 			t.Fatalf("response: %.300s", got)
 		}
-		want := wholeAnswer(t, result, false)
+		want := wholeAnswer(t, result)
 		if string(resp["result"]) != want && strings.Contains(want, "one JSON array of") {
-			// A result whose payloads streamed into the workspace is not
-			// stored whole (storeWhole cannot rebuild it): per block.
-			want = wholeAnswer(t, result, true)
+			// A result folded after payloads streamed into the workspace
+			// folds them by reference (the manifest): every byte reads back.
+			if !strings.Contains(string(resp["result"]), `a \"reference\" in a block`) {
+				t.Fatalf("a streamed fold is not a manifest: %.600s", resp["result"])
+			}
+			bound := r.proxy.bound.Off.Policy().ResultBound()
+			if err := boundcases.Check(result, resp["result"], bound, bodyReader(&r.proxy.read)); err != nil {
+				t.Fatalf("streamed fold: %v", err)
+			}
+			return
 		}
 		if string(resp["result"]) != want {
 			t.Fatalf("streamed answer differs:\n got %.600s\nwant %.600s", resp["result"], want)
@@ -216,7 +224,7 @@ func (g *shapeGen) response() (line string, result json.RawMessage) {
 // size error, a second large response to the same id is dropped unread,
 // and the session goes on.
 func TestStreamedLimitsAndDrops(t *testing.T) {
-	limit := 4 * lineBuffer
+	limit := 4 * wireconn.LineBuffer
 	r := newRawRigWith(t, limit, func(p *Proxy) { p.streamAbove = streamTestAbove })
 	big := func(id string, n int) string {
 		return `{"jsonrpc":"2.0","id":` + id + `,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", n) + `"}]}}`
@@ -229,8 +237,8 @@ func TestStreamedLimitsAndDrops(t *testing.T) {
 	}
 	r.send(t, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"big"}}`)
 	r.upRecv(t)
-	r.answer(t, big("2", 3*lineBuffer))
-	r.answer(t, big("2", 3*lineBuffer))
+	r.answer(t, big("2", 3*wireconn.LineBuffer))
+	r.answer(t, big("2", 3*wireconn.LineBuffer))
 	if l := r.recv(t); string(fields(t, l)["id"]) != "2" || !strings.Contains(l, "artifact://") {
 		t.Fatalf("streamed: %.300s", l)
 	}
@@ -269,6 +277,7 @@ func (p *patternReader) Read(b []byte) (int, error) {
 // real streaming length, a directory workspace) allocating a small fraction
 // of its size: it is never held whole.
 func TestStreamedMemoryFlat(t *testing.T) {
+	skipUnlessLong(t)
 	const size = 64 << 20
 	r := newRawRigOn(t, t.TempDir(), 0, nil)
 	r.send(t, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"big"}}`)
@@ -296,14 +305,14 @@ func TestStreamedMemoryFlat(t *testing.T) {
 // the size error found by its trailing id.
 func TestSpooledIDLast(t *testing.T) {
 	dir := t.TempDir()
-	limit := 6 * lineBuffer
+	limit := 6 * wireconn.LineBuffer
 	r := newRawRigWith(t, limit, func(p *Proxy) { p.streamAbove, p.tempDir = streamTestAbove, dir })
 	idLast := func(id string, n int) string {
 		return `{"jsonrpc":"2.0","result":{"content":[{"type":"text","text":"` + strings.Repeat("y", n) + `"}]},"id":` + id + `}`
 	}
 	r.send(t, `{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"big"}}`)
 	r.upRecv(t)
-	r.answer(t, idLast(`"a"`, 3*lineBuffer))
+	r.answer(t, idLast(`"a"`, 3*wireconn.LineBuffer))
 	if l := r.recv(t); string(fields(t, l)["id"]) != `"a"` || !strings.Contains(l, "artifact://") {
 		t.Fatalf("spooled: %.300s", l)
 	}

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/wiremsg"
 )
 
 // escapedText returns n bytes of text that JSON escapes heavily: quotes,
@@ -95,6 +97,7 @@ func streamNever(p *Proxy) { p.streamAbove = 1 << 40 }
 // as when the message is decoded whole, and the stored body is the exact
 // payload.
 func TestHTTPUpstreamStreamsLargeResults(t *testing.T) {
+	skipUnlessLong(t)
 	const n = 300 << 10 // several times the SSE read buffer
 	want := map[string][]byte{"text": []byte(escapedText(n)), "image": binary(n)}
 	for mode, handler := range httpServers {
@@ -222,6 +225,7 @@ func scriptedHTTP(sse bool, result func(w io.Writer, id json.RawMessage)) http.H
 // as a JSON body or as an event, goes through the proxy (the real streaming
 // length) allocating a small fraction of its size.
 func TestHTTPStreamedMemoryFlat(t *testing.T) {
+	skipUnlessLong(t)
 	const size = 64 << 20
 	for _, sse := range []bool{false, true} {
 		h := scriptedHTTP(sse, func(w io.Writer, id json.RawMessage) {
@@ -262,85 +266,6 @@ func TestHTTPSpooledIDLast(t *testing.T) {
 			t.Fatalf("sse %v: %s (streamed %d)", sse, dump(res), r.proxy.streamed.Load())
 		}
 	}
-}
-
-// chunkReader returns at most n bytes per Read.
-type chunkReader struct {
-	r io.Reader
-	n int
-}
-
-func (c chunkReader) Read(p []byte) (int, error) { return c.r.Read(p[:min(len(p), c.n)]) }
-
-type sseEvent struct {
-	id, event, data string
-	size            int // the data's length as the stream carries it
-}
-
-// sseEvents parses an event stream the reference way, keeping the events
-// with data. Each data line is taken without its trailing CRs, as the SDK
-// reads it (it trims every CR and LF at a line's end), so a CR that ends a
-// data line is not part of what reaches the SDK either way.
-// sseEvents: the events of s with data, as the SDK reads them (trailing CRs
-// trimmed); an event whose data is only CRs is kept when over limit (>= 0),
-// since its data is then replaced by a placeholder.
-func sseEvents(t *testing.T, s []byte, limit int) []sseEvent {
-	var out []sseEvent
-	err := scanEvents(bytes.NewReader(s), 0, func(id, event string, data []byte) bool {
-		var lines []string
-		for line := range strings.SplitSeq(string(data), "\n") {
-			lines = append(lines, strings.TrimRight(line, "\r"))
-		}
-		if d := strings.Join(lines, "\n"); d != "" || (limit >= 0 && len(data) > limit) {
-			out = append(out, sseEvent{id, event, d, len(data)})
-		}
-		return true
-	})
-	if err != nil && err != io.EOF {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// FuzzSSERebuild: the stream the SDK reads carries the same events as the
-// server's (ids, names, data), whatever the line endings, comments, split
-// reads and buffer boundaries; an event whose data is over the limit
-// carries a placeholder instead.
-func FuzzSSERebuild(f *testing.F) {
-	for _, s := range []string{"", "data: {}\n\n", ": c\nid: 1\ndata: a\ndata: b\n\n", "data:x\r\n\r\n", "event: e\ndata\n\n",
-		"data: a\rb\r\n\nid: 7\nretry: 5\ndata:  sp\n", "data: {\"id\":3,\"x\":\"0123456789012345678901234567890123456789\"}\n\n"} {
-		f.Add([]byte(s), uint16(0), uint8(3))
-		f.Add([]byte(s), uint16(20), uint8(1))
-	}
-	f.Add([]byte("data:\r\r"), uint16(1), uint8(0)) // data of CRs only, over the limit
-	f.Fuzz(func(t *testing.T, s []byte, limit uint16, chunk uint8) {
-		st := newLargeState(int(limit) - 1)
-		if limit == 0 {
-			st.limit = -1
-		}
-		b := &sseBody{st: st, br: bufio.NewReaderSize(chunkReader{bytes.NewReader(s), int(chunk%32) + 1}, 16), src: io.NopCloser(nil)}
-		rebuilt, err := io.ReadAll(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := sseEvents(t, append(bytes.Clone(s), "\n\n"...), st.limit)
-		got := sseEvents(t, rebuilt, -1)
-		if len(got) != len(want) {
-			t.Fatalf("%d events, want %d\n%q\n%q", len(got), len(want), s, rebuilt)
-		}
-		for i := range want {
-			w, g := want[i], got[i]
-			if st.limit >= 0 && w.size > st.limit {
-				if !strings.Contains(g.data, string(st.mark)) || g.id != w.id || g.event != w.event {
-					t.Fatalf("event %d over the limit: %+v, want a placeholder", i, g)
-				}
-				continue
-			}
-			if g.id != w.id || g.event != w.event || g.data != w.data {
-				t.Fatalf("event %d: %+v, want %+v\n%q\n%q", i, g, w, s, rebuilt)
-			}
-		}
-	})
 }
 
 // TestHTTPStreamedExactID: a client id the SDK cannot hold (2.50) goes
@@ -390,32 +315,6 @@ func TestHTTPStreamedExactID(t *testing.T) {
 	}
 }
 
-// TestSSEFieldsBounded: an event's fields other than data are kept up to
-// maxEventFields bytes; a field line beyond that is dropped whole, and the
-// event's data, its other fields and the next event still arrive.
-func TestSSEFieldsBounded(t *testing.T) {
-	long := strings.Repeat("x", maxEventFields)
-	in := "event: first\nid: " + long + "\ndata: {\"a\":1}\n\nid: 9\ndata: {\"b\":2}\n\n"
-	b := &sseBody{st: newLargeState(-1), br: bufio.NewReaderSize(strings.NewReader(in), 64), src: io.NopCloser(nil)}
-	rebuilt, err := io.ReadAll(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bytes.Contains(rebuilt, []byte(long[:1024])) {
-		t.Fatalf("the over-long id line was kept (%d bytes rebuilt)", len(rebuilt))
-	}
-	got := sseEvents(t, rebuilt, -1)
-	want := []sseEvent{{event: "first", data: `{"a":1}`}, {id: "9", data: `{"b":2}`}}
-	if len(got) != len(want) {
-		t.Fatalf("%d events, want %d: %q", len(got), len(want), rebuilt)
-	}
-	for i := range want {
-		if g, w := got[i], want[i]; g.id != w.id || g.event != w.event || g.data != w.data {
-			t.Errorf("event %d: %+v, want %+v", i, g, w)
-		}
-	}
-}
-
 // cutAfter passes a server's answers through, except that the body of an
 // answer to a tools/call of tool is cut after n bytes and the connection
 // dropped, as a server that dies mid-message would.
@@ -447,6 +346,7 @@ func cutAfter(h http.Handler, tool string, n int) http.Handler {
 // cut short fails the SDK's connection, and the session ends with
 // ErrUpstreamClosed.
 func TestHTTPStreamedCutMidMessage(t *testing.T) {
+	skipUnlessLong(t)
 	const n = 300 << 10
 	for _, mode := range []string{"sse", "json"} {
 		t.Run(mode, func(t *testing.T) {
@@ -460,8 +360,8 @@ func TestHTTPStreamedCutMidMessage(t *testing.T) {
 				t.Fatalf("a cut result was answered: %s", dump(res))
 			case ctx.Err() != nil:
 				t.Fatalf("no answer to a cut result: %v", err)
-			case mode == "sse" && !strings.Contains(err.Error(), errCutShort.Message):
-				t.Fatalf("a cut result: %v, want %q", err, errCutShort.Message)
+			case mode == "sse" && !strings.Contains(err.Error(), wiremsg.ErrCutShort.Message):
+				t.Fatalf("a cut result: %v, want %q", err, wiremsg.ErrCutShort.Message)
 			}
 			if s := r.proxy.streamed.Load(); s != 1 {
 				t.Fatalf("%d payloads streamed, want 1: the test does not test streaming", s)

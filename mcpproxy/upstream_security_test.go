@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/mcpproxy/internal/httpup"
 )
 
 // The HTTP upstream against hostile servers, all on loopback: redirects
@@ -171,8 +173,8 @@ func TestHTTPUpstreamRedirectLoop(t *testing.T) {
 	}
 	// The Streamable HTTP POST and the HTTP+SSE fallback's GET each follow
 	// at most maxRedirects redirects.
-	if n := hops.Load(); n > 2*(maxRedirects+1) {
-		t.Fatalf("%d requests, want at most %d", n, 2*(maxRedirects+1))
+	if n := hops.Load(); n > 2*(httpup.MaxRedirects+1) {
+		t.Fatalf("%d requests, want at most %d", n, 2*(httpup.MaxRedirects+1))
 	}
 }
 
@@ -195,7 +197,7 @@ func TestHTTPUpstreamBadLocation(t *testing.T) {
 func TestHTTPUpstreamHeadersStayHome(t *testing.T) {
 	other := newTrap(t, "127.0.0.2")
 	home, _ := url.Parse("http://127.0.0.1:1/mcp")
-	rt := &upstreamRoundTripper{next: http.DefaultTransport, header: http.Header{"X-Api-Key": {secretKey}}, origin: home}
+	rt := &httpup.RoundTripper{Next: http.DefaultTransport, Header: http.Header{"X-Api-Key": {secretKey}}, Origin: home}
 	resp, err := (&http.Client{Transport: rt}).Get(other.srv.URL + "/x")
 	if err != nil {
 		t.Fatal(err)
@@ -264,7 +266,7 @@ func TestHTTPUpstreamSSEEndpointOrigin(t *testing.T) {
 	for ref, want := range map[string]bool{"/msg?s=1": true, "?sessionid=x": true, "msg": true, "http://127.0.0.1:8080/m": true,
 		"HTTP://127.0.0.1:8080/m": true, "http://127.0.0.1/m": false, "http://localhost:8080/m": false, "//evil:8080/m": false,
 		"https://127.0.0.1:8080/m": false, "http://127.0.0.1:8080@evil/m": false, "%zz": false} {
-		if got := sameOriginRef(base, ref); got != want {
+		if got := httpup.SameOriginRef(base, ref); got != want {
 			t.Errorf("%q: %v, want %v", ref, got, want)
 		}
 	}
@@ -379,24 +381,5 @@ func TestHTTPUpstreamMalformedHTTP(t *testing.T) {
 		if cerr == nil || !errors.Is(runErr, ErrUpstreamMalformed) || strings.Contains(runErr.Error(), "abc") || strings.Contains(runErr.Error(), "Marker") {
 			t.Fatalf("%q: connect %v, run %v", resp, cerr, runErr)
 		}
-	}
-}
-
-func TestRequestID(t *testing.T) {
-	big := strings.Repeat("x", 1<<20)
-	for body, want := range map[string]string{
-		`{"jsonrpc":"2.0","id":"a-1","method":"tools/call","params":{"v":"` + big + `"}}`: `"a-1"`,
-		`{"jsonrpc":"2.0","method":"tools/call","params":{"id":7},"id":12}`:               `12`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:                          ``,
-		`[{"id":1}]`: ``,
-	} {
-		req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/mcp", strings.NewReader(body))
-		if got := string(requestID(req)); got != want {
-			t.Errorf("%.60s: %q, want %q", body, got, want)
-		}
-	}
-	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:9/mcp", io.NopCloser(strings.NewReader(`{"id":1}`)))
-	if got := requestID(req); got != nil {
-		t.Errorf("a body that cannot be read again: %q", got)
 	}
 }

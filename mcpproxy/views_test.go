@@ -65,7 +65,7 @@ func TestProxySearchQueryLines(t *testing.T) {
 	decisions := func() int { return len(ev.snapshot()) }
 	before := decisions()
 	got := r.call(t, "search_artifact", map[string]any{"reference": ref, "pattern": "line 000123 "})
-	if got.IsError || texts(got)[0] != "124:line 000123 of a long tool result\n1 matches (showing 1-1)\n" ||
+	if got.IsError || texts(got)[0] != "124:line 000123 of a long tool result\n1 match (showing 1-1)\n" ||
 		got.Meta[MetaView] != "search" || got.Meta[MetaTotal] != float64(1) || decisions() != before+1 {
 		t.Fatalf("search: %s", dump(got))
 	}
@@ -107,7 +107,7 @@ func TestProxySearchQueryLines(t *testing.T) {
 	// Query over a JSON result, and over text.
 	jobs := linkOf(t, r.call(t, "jobs", nil)).URI
 	got = r.call(t, "query_artifact", map[string]any{"reference": jobs, "filter": `.jobs[] | select(.ok | not) | .name`})
-	if got.IsError || texts(got)[0] != "\"deploy\"\n1 results (showing 1-1)\n" || got.Meta[MetaView] != "query" {
+	if got.IsError || texts(got)[0] != "\"deploy\"\n1 result (showing 1-1)\n" || got.Meta[MetaView] != "query" {
 		t.Fatalf("query: %s", dump(got))
 	}
 	for filter, want := range map[string]string{".": "hybridctx: view_failed (not_json)", "$ENV": "hybridctx: query_artifact: invalid arguments: the environment is not available"} {

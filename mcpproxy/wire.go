@@ -3,6 +3,8 @@ package mcpproxy
 import (
 	"encoding/json"
 	"strings"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // Rewrites of the upstream's results on their way to the client. Each keeps
@@ -18,7 +20,7 @@ func withCapabilities(result json.RawMessage) json.RawMessage {
 		return result
 	}
 	var caps map[string]json.RawMessage
-	if c, ok := fields["capabilities"]; ok && !isNull(c) {
+	if c, ok := fields["capabilities"]; ok && !jsonstream.IsNull(c) {
 		if json.Unmarshal(c, &caps) != nil {
 			return result
 		}
@@ -28,7 +30,7 @@ func withCapabilities(result json.RawMessage) json.RawMessage {
 	}
 	changed := false
 	for _, k := range []string{"tools", "resources"} {
-		if c, ok := caps[k]; !ok || isNull(c) {
+		if c, ok := caps[k]; !ok || jsonstream.IsNull(c) {
 			caps[k] = json.RawMessage(`{}`)
 			changed = true
 		}
@@ -49,7 +51,7 @@ func withReadTools(result json.RawMessage, tools []json.RawMessage, ours func(st
 		return result
 	}
 	var upstream []json.RawMessage
-	if t, ok := fields["tools"]; ok && !isNull(t) {
+	if t, ok := fields["tools"]; ok && !jsonstream.IsNull(t) {
 		if json.Unmarshal(t, &upstream) != nil {
 			return result
 		}
@@ -95,7 +97,7 @@ func withTemplate(result json.RawMessage, template json.RawMessage) json.RawMess
 		return result
 	}
 	var templates []json.RawMessage
-	if t, ok := fields["resourceTemplates"]; ok && !isNull(t) {
+	if t, ok := fields["resourceTemplates"]; ok && !jsonstream.IsNull(t) {
 		if json.Unmarshal(t, &templates) != nil {
 			return result
 		}
@@ -119,7 +121,7 @@ func withTemplate(result json.RawMessage, template json.RawMessage) json.RawMess
 // lastPage reports whether a list result has no next cursor.
 func lastPage(fields map[string]json.RawMessage) bool {
 	c, ok := fields["nextCursor"]
-	if !ok || isNull(c) {
+	if !ok || jsonstream.IsNull(c) {
 		return true
 	}
 	var s string

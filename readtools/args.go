@@ -228,15 +228,15 @@ func ParseReadArgs(raw json.RawMessage) (ReadArgs, error) {
 		{name: "line_count", kind: 'i', min: 1, num: &a.LineCount},
 		{name: "max_bytes", kind: 'i', min: 1, num: &a.MaxBytes},
 	}
-	seen, err := decode(raw, DefaultReadName, fields)
+	seen, err := decode(raw, hybridctx.DefaultReadToolName, fields)
 	if err == nil {
-		err = required(seen, DefaultReadName, fields, "reference")
+		err = required(seen, hybridctx.DefaultReadToolName, fields, "reference")
 	}
 	if err == nil && (seen["offset"] || seen["length"]) && (seen["start_line"] || seen["line_count"]) {
-		err = &argsErr{tool: DefaultReadName, msg: "offset/length (bytes) and start_line/line_count (lines) cannot be combined", hint: hint(fields)}
+		err = &argsErr{tool: hybridctx.DefaultReadToolName, msg: "offset/length (bytes) and start_line/line_count (lines) cannot be combined", hint: hint(fields)}
 	}
 	if err == nil && seen["line_count"] && !seen["start_line"] {
-		err = &argsErr{tool: DefaultReadName, msg: "line_count needs start_line", hint: hint(fields)}
+		err = &argsErr{tool: hybridctx.DefaultReadToolName, msg: "line_count needs start_line", hint: hint(fields)}
 	}
 	if err != nil {
 		return ReadArgs{}, err
@@ -258,12 +258,12 @@ func ParseSearchArgs(raw json.RawMessage) (SearchArgs, error) {
 		{name: "skip", kind: 'i', num: &a.Skip},
 		{name: "max_bytes", kind: 'i', min: 1, num: &a.MaxBytes},
 	}
-	seen, err := decode(raw, DefaultSearchName, fields)
+	seen, err := decode(raw, hybridctx.DefaultSearchToolName, fields)
 	if err == nil {
-		err = required(seen, DefaultSearchName, fields, "reference", "pattern")
+		err = required(seen, hybridctx.DefaultSearchToolName, fields, "reference", "pattern")
 	}
 	if err == nil && a.ContextLines > hybridctx.MaxContextLines {
-		err = &argsErr{tool: DefaultSearchName, msg: "context_lines must be at most " + strconv.Itoa(hybridctx.MaxContextLines), hint: hint(fields)}
+		err = &argsErr{tool: hybridctx.DefaultSearchToolName, msg: "context_lines must be at most " + strconv.Itoa(hybridctx.MaxContextLines), hint: hint(fields)}
 	}
 	if err != nil {
 		return SearchArgs{}, err
@@ -281,9 +281,9 @@ func ParseQueryArgs(raw json.RawMessage) (QueryArgs, error) {
 		{name: "skip", kind: 'i', num: &a.Skip},
 		{name: "max_bytes", kind: 'i', min: 1, num: &a.MaxBytes},
 	}
-	seen, err := decode(raw, DefaultQueryName, fields)
+	seen, err := decode(raw, hybridctx.DefaultQueryToolName, fields)
 	if err == nil {
-		err = required(seen, DefaultQueryName, fields, "reference", "filter")
+		err = required(seen, hybridctx.DefaultQueryToolName, fields, "reference", "filter")
 	}
 	if err != nil {
 		return QueryArgs{}, err

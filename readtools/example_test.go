@@ -50,7 +50,7 @@ func Example() {
 	// 1233-step 1233 ok
 	// 1234:ERROR disk full on /var
 	// 1235-step 1235 ok
-	// 1 matches (showing 1-1)
+	// 1 match (showing 1-1)
 	// "ERROR disk full on /var\n"
 	// true hybridctx: view_failed (not_json): the stored result is not JSON; use search_artifact or read_artifact.
 }

@@ -3,12 +3,13 @@
 // whole lines), search_artifact (grep -n over the lines) and query_artifact
 // (a sandboxed jq filter over a JSON body).
 //
-// For each tool it owns the name (overridable), the JSON input schema, the
-// description, the argument parsing, the budget clamp — a call's budget is
-// min(max_bytes, the host's cap) — and every text the model reads: the
-// answer's continuation notes and each categorical refusal. The agent
+// For each tool it owns the JSON input schema, the description, the
+// argument parsing, the budget clamp — a call's budget is min(max_bytes,
+// the host's cap) — and every text the model reads: the answer's
+// continuation notes and each categorical refusal. The agent
 // package, the MCP proxy, the CLI and the framework adapters all wrap a
-// *Set, so a model sees the same tools and the same words everywhere.
+// *Set, so a model sees the same tools and the same words everywhere. The
+// names are a hybridctx.Policy's, read with NamesOf (see Names).
 //
 // A Set is SDK-neutral: Tools lists what to register with a framework, Call
 // runs one call against the host's *hybridctx.Rehydrator (the model can read
@@ -26,15 +27,10 @@ import (
 	"github.com/hybridctx/hybridctx"
 )
 
-// Default tool names and budget cap.
-const (
-	DefaultReadName   = hybridctx.DefaultReadToolName
-	DefaultSearchName = hybridctx.DefaultSearchToolName
-	DefaultQueryName  = hybridctx.DefaultQueryToolName
-	// DefaultBudgetCap bounds every call unless the host sets another cap:
-	// the window the notice suggests.
-	DefaultBudgetCap = 65536
-)
+// DefaultBudgetCap bounds every call unless the host sets another cap: the
+// window the notice suggests. (The tools' default names are the Policy's:
+// hybridctx.DefaultReadToolName, DefaultSearchToolName, DefaultQueryToolName.)
+const DefaultBudgetCap = 65536
 
 // Kind says which of the three tools a Tool is.
 type Kind uint8
@@ -46,16 +42,43 @@ const (
 	Query
 )
 
-// Names overrides the tools' names; an empty name keeps the default. Each
-// must be a valid hybridctx.Policy tool name, and the read tool's should be
-// the one the offloader's notices point to.
+// Names are the read tools' names. As an override (Options.Names and the
+// adapters' options) an empty name keeps the policy's; NamesOf returns
+// them resolved, none empty. The names themselves live in a
+// hybridctx.Policy (ReadToolName, SearchToolName, QueryToolName), which
+// checks them and applies the defaults: an override is applied onto a
+// Policy (Over) and read back from it (NamesOf), so every package names
+// and recognises the tools alike (docs/rehydration.md, "Tool names").
 type Names struct {
 	Read, Search, Query string
 }
 
-// NamesOf returns the tool names a policy sets (empty where it sets none).
+// NamesOf returns the names the read tools go by under p, defaults applied
+// (Policy.ToolName): the names p's notices point to.
 func NamesOf(p hybridctx.Policy) Names {
-	return Names{Read: p.ReadToolName, Search: p.SearchToolName, Query: p.QueryToolName}
+	return Names{Read: p.ToolName(hybridctx.ViewRange), Search: p.ToolName(hybridctx.ViewSearch), Query: p.ToolName(hybridctx.ViewQuery)}
+}
+
+// Over returns p with each name n sets in place of p's. The result's
+// Validate checks the names (the one check, with the rest of p).
+func (n Names) Over(p hybridctx.Policy) hybridctx.Policy {
+	if n.Read != "" {
+		p.ReadToolName = n.Read
+	}
+	if n.Search != "" {
+		p.SearchToolName = n.Search
+	}
+	if n.Query != "" {
+		p.QueryToolName = n.Query
+	}
+	return p
+}
+
+// Has reports whether name is one of n (resolved names, as NamesOf
+// returns them): the answers of the read tools are recovered content,
+// never bounded or masked again.
+func (n Names) Has(name string) bool {
+	return name != "" && (name == n.Read || name == n.Search || name == n.Query)
 }
 
 // Options tune a Set. A nil *Options means defaults.
@@ -138,11 +161,12 @@ func describe(opts *Options) ([3]Tool, int64, error) {
 		}
 		names = opts.Names
 	}
-	p := hybridctx.Policy{InlineThreshold: 1, ReadToolName: names.Read, SearchToolName: names.Search, QueryToolName: names.Query}
+	p := names.Over(hybridctx.Policy{InlineThreshold: 1})
 	if err := p.Validate(); err != nil {
 		return [3]Tool{}, 0, err
 	}
-	read, search, query := p.ToolName(hybridctx.ViewRange), p.ToolName(hybridctx.ViewSearch), p.ToolName(hybridctx.ViewQuery)
+	n := NamesOf(p)
+	read, search, query := n.Read, n.Search, n.Query
 	return [3]Tool{
 		{Kind: Read, Name: read, Title: "Read a stored tool result", Description: readDescription(cap), InputSchema: readSchema(cap)},
 		{Kind: Search, Name: search, Title: "Search a stored tool result", Description: searchDescription(cap, read), InputSchema: searchSchema(cap)},
@@ -278,10 +302,10 @@ func (s *Set) read(ctx context.Context, raw json.RawMessage) (*Result, error) {
 	var rh *hybridctx.Rehydration
 	if a.Lines() {
 		rh, err = s.reh.ReadLines(ctx, hybridctx.LinesRequest{Reference: a.Reference, Budget: budget,
-			StartLine: a.StartLine, LineCount: a.LineCount, Source: hybridctx.SourceToolRequest})
+			StartLine: a.StartLine, LineCount: a.LineCount})
 	} else {
 		rh, err = s.reh.Rehydrate(ctx, hybridctx.Request{Reference: a.Reference, Budget: budget,
-			Offset: a.Offset, Length: a.Length, Source: hybridctx.SourceToolRequest})
+			Offset: a.Offset, Length: a.Length})
 	}
 	return s.result(ctx, rh, budget, err)
 }
@@ -294,7 +318,7 @@ func (s *Set) search(ctx context.Context, raw json.RawMessage) (*Result, error) 
 	budget := s.Budget(a.MaxBytes)
 	rh, err := s.reh.Search(ctx, hybridctx.SearchRequest{Reference: a.Reference, Budget: budget,
 		Pattern: a.Pattern, Regex: a.Regex, IgnoreCase: a.IgnoreCase, ContextLines: a.ContextLines,
-		MaxMatches: a.MaxMatches, Skip: a.Skip, Source: hybridctx.SourceToolRequest})
+		MaxMatches: a.MaxMatches, Skip: a.Skip})
 	return s.result(ctx, rh, budget, err)
 }
 
@@ -305,7 +329,7 @@ func (s *Set) query(ctx context.Context, raw json.RawMessage) (*Result, error) {
 	}
 	budget := s.Budget(a.MaxBytes)
 	rh, err := s.reh.Query(ctx, hybridctx.QueryRequest{Reference: a.Reference, Budget: budget,
-		Filter: a.Filter, Skip: a.Skip, Source: hybridctx.SourceToolRequest})
+		Filter: a.Filter, Skip: a.Skip})
 	return s.result(ctx, rh, budget, err)
 }
 

@@ -120,6 +120,8 @@ func (s *Set) viewFailed(rh *hybridctx.Rehydration) string {
 	case hybridctx.FilterError:
 		return "the filter failed on this document (for example, indexing a value of another type); " +
 			"look at its shape first with a filter such as 'type', 'keys' or '.[0]'."
+	case hybridctx.Busy:
+		return "too many queries are running at once; try again shortly, or use " + s.tools[1].Name + "."
 	}
 	return "the filter exceeded its time or memory limit, or the result is too large to query; " +
 		"narrow the filter, or use " + s.tools[1].Name + "."

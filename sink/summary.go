@@ -34,8 +34,14 @@ type Summary struct {
 // NewSummary returns an empty Summary.
 func NewSummary() *Summary { return &Summary{} }
 
-// Emit implements hybridctx.Sink. It never fails.
+// Emit implements hybridctx.Sink. It never fails. A history_compaction
+// event counts its step in the history report (as ObserveCompaction does),
+// and not among the decisions.
 func (s *Summary) Emit(_ context.Context, e *hybridctx.Event) error {
+	if e.Compaction != nil {
+		s.ObserveCompaction(e.Compaction.Compaction())
+		return nil
+	}
 	d := e.Diagnostics
 	if d == nil {
 		return nil
@@ -72,16 +78,22 @@ func (s *Summary) Emit(_ context.Context, e *hybridctx.Event) error {
 
 // ObserveCompaction implements hybridctx.CompactionObserver: it counts the
 // history's compaction steps, the results they masked and what they took
-// out of the conversation.
+// out of the conversation. A Summary that is a sink of the compactor's
+// reporter counts each step from its history_compaction event already: make
+// it the compactor's observer only when the compactor reports to no
+// reporter, or every step counts twice.
 func (s *Summary) ObserveCompaction(c *hybridctx.Compaction) {
-	if c == nil || !c.Stepped {
+	if c == nil || !c.Stepped && c.InputsMasked == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := &s.history
-	h.Compactions++
+	if c.Stepped {
+		h.Compactions++
+	}
 	h.Masked += int64(c.Masked)
+	h.InputsMasked += int64(c.InputsMasked)
 	h.BytesTakenOut += c.Before.Bytes - c.After.Bytes
 	h.TokensTakenOut += c.Before.Tokens - c.After.Tokens
 	if c.OverBudget {
@@ -96,6 +108,7 @@ func (s *Summary) ObserveCompaction(c *hybridctx.Compaction) {
 type HistoryReport struct {
 	Compactions    int64 `json:"compactions"`
 	Masked         int64 `json:"masked"`
+	InputsMasked   int64 `json:"inputs_masked,omitempty"`
 	BytesTakenOut  int64 `json:"bytes_taken_out"`
 	TokensTakenOut int64 `json:"tokens_taken_out"`
 	OverBudget     int64 `json:"over_budget"`
@@ -126,8 +139,9 @@ func KeptOutOfContext(d *hybridctx.Diagnostics) int64 {
 //
 // with snake_case category names and only the categories that occurred.
 type SummaryReport struct {
-	// Events counts the events seen; Agents the distinct agent ids among
-	// them; MaxDepth the deepest agent.
+	// Events counts the decision events seen (history_compaction events
+	// are counted in History); Agents the distinct agent ids among them;
+	// MaxDepth the deepest agent.
 	Events   int64 `json:"events"`
 	Agents   int   `json:"agents"`
 	MaxDepth int   `json:"max_depth"`

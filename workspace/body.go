@@ -8,7 +8,6 @@ import (
 	"hash"
 	"io"
 	"io/fs"
-	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -61,23 +60,18 @@ type Pending struct {
 	b      []byte        // IngestBytes: the bytes, until written
 	mem    []byte        // IngestBytes: the bytes, kept to verify a stored body against
 	ref    artifact.Ref
-	hex    [2 * sha256.Size]byte // ref's key, once asked for (see key)
-	hasHex bool
+	keyHex string // ref's key, once asked for (see key)
 	size   int64
 	done   bool
 }
 
-// key returns the driver key of p's body (its digest in hex). It is
-// formatted once, into p's own memory, which never changes after: the
-// string shares it instead of allocating its own. (A driver that keeps
-// the key, as an in-memory map does, keeps this Pending reachable: a few
-// hundred bytes, whose references to the body's bytes Discard clears.)
+// key returns the driver key of p's body (its digest in hex), formatted
+// once.
 func (p *Pending) key() string {
-	if !p.hasHex {
-		p.ref.AppendHex(p.hex[:0])
-		p.hasHex = true
+	if p.keyHex == "" {
+		p.keyHex = p.ref.Hex()
 	}
-	return unsafe.String(&p.hex[0], len(p.hex))
+	return p.keyHex
 }
 
 // statStored is a cheap first look at the stored body of p's digest,

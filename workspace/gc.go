@@ -34,7 +34,8 @@ var ErrGCOptions = errors.New("invalid garbage collection options")
 // deletes anything, when the backend's integrity check
 // (driver.IntegrityChecker) finds its database damaged: a damaged index
 // could hide the records that protect a body. Scrub reports the damage.
-var ErrDamaged = errors.New("the workspace database is damaged")
+// It is in the portable category driver.ErrDamaged.
+var ErrDamaged = driver.Wrap(driver.ErrDamaged, errors.New("the workspace database is damaged"))
 
 // GCOptions tune CollectGarbage. nil means the defaults: no record expires,
 // and bodies no record references are deleted once older than DefaultGrace.
@@ -68,8 +69,8 @@ type GCReport struct {
 	BodiesDeleted int64 `json:"bodies_deleted"`
 	BytesDeleted  int64 `json:"bytes_deleted"`
 	// BodiesReferenced counts the bodies kept because a record points at
-	// them; BodiesRecent those kept because they are younger than the
-	// grace period.
+	// them; BodiesRecent those no record points at, kept because they are
+	// younger than the grace period.
 	BodiesReferenced int64 `json:"bodies_referenced"`
 	BodiesRecent     int64 `json:"bodies_recent"`
 }
@@ -217,16 +218,17 @@ func (s *Store) gcCandidates(ctx context.Context, bodyCutoff, recordCutoff time.
 	var out []driver.Info
 	err := s.eachBody(ctx, func(info driver.Info, ref artifact.Ref) error {
 		rep.BodiesScanned++
-		if !info.ModTime.Before(bodyCutoff) {
-			rep.BodiesRecent++
-			return nil
-		}
+		// References first: a body a record points at is kept for that,
+		// whatever its age, and "recent" counts only the bodies that
+		// nothing but their age keeps.
 		used, err := s.referenced(ctx, ref, recordCutoff)
 		switch {
 		case err != nil:
 			return err
 		case used:
 			rep.BodiesReferenced++
+		case !info.ModTime.Before(bodyCutoff):
+			rep.BodiesRecent++
 		default:
 			out = append(out, info)
 		}

@@ -40,6 +40,7 @@ func gcRounds(t *testing.T) int {
 // bytes, every record's body is present and verifies, and a concurrent
 // rehydration gives the right bytes, unauthorized or missing, never others.
 func TestGCInterleavings(t *testing.T) {
+	skipUnlessLong(t)
 	rounds := gcRounds(t)
 	schedules := map[string]bool{}
 	for round := range rounds {

@@ -86,7 +86,7 @@ func TestGCGraceBoundary(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := workspace.GCReport{BodiesScanned: 2, BodiesRecent: 2}
+		want := workspace.GCReport{BodiesScanned: 2, BodiesReferenced: 1, BodiesRecent: 1}
 		if rep != want {
 			t.Fatalf("at grace-30s: %+v, want %+v", rep, want)
 		}

@@ -14,7 +14,8 @@ import (
 // while b is hashed, so that on a machine with a core to spare the two
 // cost the time of the slower one rather than their sum; IngestBytes
 // returns once both have ended. The caller decides which bodies are worth
-// the hand-off (the offloader: large ones, see docs/offload.md).
+// the hand-off (the offloader passes none: it classifies byte input before
+// the hash, see BENCHMARKS.md, "Speed code and its figures").
 //
 // b is not copied: it must not change until the Pending is ended.
 func (s *Store) IngestBytes(ctx context.Context, b []byte, opts *IngestOptions) (*Pending, error) {

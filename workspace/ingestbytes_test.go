@@ -79,6 +79,7 @@ func attachBytes(ctx context.Context, s *workspace.Store, owner artifact.Owner, 
 // opens no writer at all (no body write), and the stored body is the one
 // it was.
 func TestIngestBytesWritesOnlyNewBodies(t *testing.T) {
+	skipUnlessLong(t)
 	ctx := context.Background()
 	for _, n := range []int{0, 1000, 256 << 10, 4 << 20} {
 		for _, observed := range []bool{false, true} {

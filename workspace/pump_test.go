@@ -44,6 +44,7 @@ type countingObserver struct{ buf bytes.Buffer }
 func (o *countingObserver) Write(p []byte) (int, error) { return o.buf.Write(p) }
 
 func TestPipelinedBodiesRoundTrip(t *testing.T) {
+	skipUnlessLong(t)
 	ctx := context.Background()
 	for _, n := range pipeSizes {
 		data := bodyOf(byte(n), n)
@@ -112,6 +113,7 @@ func TestPipelinedCorruptionIsCaught(t *testing.T) {
 }
 
 func TestPipelinedWriteFailure(t *testing.T) {
+	skipUnlessLong(t)
 	ctx := context.Background()
 	for _, failAt := range []int64{1, 2, 5, 7} {
 		var writes atomic.Int64

@@ -12,13 +12,17 @@ import (
 // Compact applies the Offloader policy's history budget (see
 // docs/history.md) to msgs, one call before each model call: while the
 // tool results' content is within the budget it returns msgs as they are;
-// once over it, the oldest results are masked (a mask of at most
+// once over it, older results are masked (a mask of at most
 // hybridctx.MaxMaskLen bytes that the read tools resolve), down to the low
-// water mark, in one step. Only tool_result content changes: messages,
-// roles, blocks and tool_use ids stay, and every tool_result still answers
-// its tool_use. A result holding anything but text is never masked. The
-// returned slice shares the messages that did not change; msgs itself is
-// never modified.
+// water mark, in one step. With the policy's HistoryPolicy.MaskInputs, the
+// long strings of each answered tool_use's input are masked too
+// (docs/history.md, "Tool inputs"): the input keeps its Go type (a
+// json.RawMessage as sdk.Message.ToParam gives it, a map, a struct) and
+// its JSON shape. Only tool_result content and tool_use input change:
+// messages, roles, blocks and tool_use ids stay, and every tool_result
+// still answers its tool_use. A result holding anything but text is never
+// masked. The returned slice shares the messages that did not change; msgs
+// itself is never modified.
 //
 // The error wraps hybridctx.ErrInvalidHistory for a tool_result without
 // its tool_use, two tool_results for one tool_use or a tool_use without a
@@ -26,39 +30,52 @@ import (
 func (h *Handler) Compact(ctx context.Context, msgs []sdk.MessageParam) ([]sdk.MessageParam, error) {
 	var calls []adaptkit.ToolCall
 	var results []adaptkit.ToolText
-	var at [][2]int // message and block of each result
+	var at, callAt [][2]int // message and block of each result, of each call
 	for i, m := range msgs {
 		for j, b := range blocks(m) {
 			switch {
 			case b.OfToolUse != nil:
-				calls = append(calls, adaptkit.ToolCall{ID: b.OfToolUse.ID, Tool: b.OfToolUse.Name})
+				calls = append(calls, adaptkit.ToolCall{ID: b.OfToolUse.ID, Tool: b.OfToolUse.Name, Value: b.OfToolUse.Input})
+				callAt = append(callAt, [2]int{i, j})
 			case b.OfToolResult != nil:
 				text, ok := onlyText(b.OfToolResult.Content)
-				results = append(results, adaptkit.ToolText{CallID: b.OfToolResult.ToolUseID, Text: text, Keep: !ok})
+				results = append(results, adaptkit.ToolText{CallsBefore: len(calls), CallID: b.OfToolResult.ToolUseID, Text: text, Keep: !ok})
 				at = append(at, [2]int{i, j})
 			}
 		}
 	}
-	texts, changed, err := h.calls.Compact(ctx, calls, results)
-	if err != nil || texts == nil {
+	res, err := h.calls.Compact(ctx, calls, results)
+	if err != nil || res == nil {
 		return msgs, err
 	}
 	out := append([]sdk.MessageParam(nil), msgs...)
 	copied := map[int][]sdk.ContentBlockParamUnion{}
-	for k, c := range changed {
-		if !c {
-			continue
-		}
-		i, j := at[k][0], at[k][1]
+	block := func(i int) []sdk.ContentBlockParamUnion {
 		bs, ok := copied[i]
 		if !ok {
 			bs = append([]sdk.ContentBlockParamUnion(nil), blocks(out[i])...)
 			copied[i] = bs
 			out[i] = withBlocks(out[i], bs)
 		}
-		tr := *bs[j].OfToolResult
-		tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: texts[k]}}}
-		bs[j] = sdk.ContentBlockParamUnion{OfToolResult: &tr}
+		return bs
+	}
+	for k, c := range res.Changed {
+		if !c {
+			continue
+		}
+		bs := block(at[k][0])
+		tr := *bs[at[k][1]].OfToolResult
+		tr.Content = []sdk.ToolResultBlockParamContentUnion{{OfText: &sdk.TextBlockParam{Text: res.Texts[k]}}}
+		bs[at[k][1]] = sdk.ContentBlockParamUnion{OfToolResult: &tr}
+	}
+	for k, a := range res.Calls {
+		if !a.Changed {
+			continue
+		}
+		bs := block(callAt[k][0])
+		tu := *bs[callAt[k][1]].OfToolUse
+		tu.Input = a.Value
+		bs[callAt[k][1]] = sdk.ContentBlockParamUnion{OfToolUse: &tu}
 	}
 	return out, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hybridctx/hybridctx"
 	hybrideino "github.com/hybridctx/hybridctx/adapters/eino"
+	"github.com/hybridctx/hybridctx/adapters/internal/adapttest"
 	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
@@ -124,6 +125,11 @@ func TestCompactMessagesErrors(t *testing.T) {
 	if err := hybrideino.CompactMessages(context.Background(), c, func(string) bool { return false }, orphan); !errors.Is(err, hybridctx.ErrInvalidHistory) || orphan[0] != before {
 		t.Fatalf("orphan: %v", err)
 	}
+	// A tool message before the assistant message that calls it.
+	early := []*schema.Message{schema.ToolMessage(strings.Repeat("z", 500), "a"), schema.AssistantMessage("", []schema.ToolCall{call("a", "t", "{}")})}
+	if err := hybrideino.CompactMessages(context.Background(), c, func(string) bool { return false }, early); !errors.Is(err, hybridctx.ErrInvalidHistory) {
+		t.Fatalf("result before its call: %v", err)
+	}
 	msgs := []*schema.Message{schema.AssistantMessage("", []schema.ToolCall{call("a", "t", "{}")}), schema.ToolMessage(strings.Repeat("y", 500), "a")}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -133,5 +139,50 @@ func TestCompactMessagesErrors(t *testing.T) {
 	orig := msgs[1]
 	if err := hybrideino.CompactMessages(context.Background(), c, func(string) bool { return false }, msgs); err != nil || msgs[1] == orig || orig.Content != strings.Repeat("y", 500) {
 		t.Fatalf("masking must replace the message, not modify it: %v", err)
+	}
+}
+
+// TestCompactMessagesInputs: with MaskInputs the content of an answered
+// write-file call's Function.Arguments is masked in a new assistant
+// message (the one msgs held, which the agent may share, stays), the
+// arguments still JSON of the same shape whose mask reads back the content
+// byte-exact; the other call of the message stays, and compacting again
+// changes nothing.
+func TestCompactMessagesInputs(t *testing.T) {
+	env := adapttest.New(t, adapttest.InputsPolicy())
+	c, err := hybridctx.NewCompactor(env.Off, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	content := adapttest.FileContent()
+	args := adapttest.WriteFileArgs(content)
+	msgs := []*schema.Message{
+		schema.UserMessage("Write the notes."),
+		schema.AssistantMessage("", []schema.ToolCall{call("w", adapttest.WriteTool, args), call("s", "stat", `{"path":"notes"}`)}),
+		schema.ToolMessage("written", "w"),
+		schema.ToolMessage("a directory", "s"),
+	}
+	orig := msgs[1]
+	notRead := func(string) bool { return false }
+	if err := hybrideino.CompactMessages(ctx, c, notRead, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if msgs[1] == orig || orig.ToolCalls[0].Function.Arguments != args {
+		t.Fatal("masking must replace the assistant message, not modify it")
+	}
+	got := msgs[1].ToolCalls
+	if len(got) != 2 || got[0].ID != "w" || got[1].Function.Arguments != `{"path":"notes"}` {
+		t.Fatalf("tool calls %+v", got)
+	}
+	if err := env.CheckMaskedArgs(ctx, []byte(args), []byte(got[0].Function.Arguments), content); err != nil {
+		t.Fatal(err)
+	}
+	if msgs[2].Content != "written" || msgs[3].Content != "a directory" {
+		t.Fatal("a tool message changed")
+	}
+	masked := msgs[1]
+	if err := hybrideino.CompactMessages(ctx, c, notRead, msgs); err != nil || msgs[1] != masked {
+		t.Fatalf("compacting again changed the history (%v)", err)
 	}
 }

@@ -233,11 +233,14 @@ func AgentMiddleware(off *hybridctx.Offloader, rts *agent.ReadTools, opts *Optio
 
 // CompactMessages applies the history budget of c's policy (see
 // docs/history.md) to msgs in place, before a model call: the tool
-// messages over the budget, oldest first, get their mask as Content, in new
+// messages over the budget, newest first below the recent ones, get their mask as Content, in new
 // *schema.Message values (the ones msgs held are not modified, as other
 // parts of the agent may share them); roles, tool call ids and the order
 // stay. A tool message with multimodal content is never masked, nor is the
-// answer of a tool isRead names. AgentMiddleware installs it as
+// answer of a tool isRead names. With the policy's HistoryPolicy.MaskInputs,
+// the long strings of each answered call's Function.Arguments are masked
+// too (docs/history.md, "Tool inputs"), in a new assistant message with its
+// own ToolCalls slice. AgentMiddleware installs it as
 // BeforeChatModel when the Offloader's policy has a history budget. The
 // error wraps hybridctx.ErrInvalidHistory for a tool message without its
 // call or two for one call, or is the context's; msgs is then unchanged.
@@ -245,31 +248,47 @@ func CompactMessages(ctx context.Context, c *hybridctx.Compactor, isRead func(st
 	var calls []adaptkit.ToolCall
 	var results []adaptkit.ToolText
 	var at []int
+	var callAt [][2]int // message and tool call of each call
 	for i, m := range msgs {
 		if m == nil {
 			continue
 		}
 		switch m.Role {
 		case schema.Assistant:
-			for _, tc := range m.ToolCalls {
-				calls = append(calls, adaptkit.ToolCall{ID: tc.ID, Tool: tc.Function.Name})
+			for j, tc := range m.ToolCalls {
+				calls = append(calls, adaptkit.ToolCall{ID: tc.ID, Tool: tc.Function.Name, Args: tc.Function.Arguments})
+				callAt = append(callAt, [2]int{i, j})
 			}
 		case schema.Tool:
 			keep := len(m.MultiContent) > 0 || len(m.UserInputMultiContent) > 0
-			results = append(results, adaptkit.ToolText{CallID: m.ToolCallID, Text: m.Content, Keep: keep})
+			results = append(results, adaptkit.ToolText{CallsBefore: len(calls), CallID: m.ToolCallID, Text: m.Content, Keep: keep})
 			at = append(at, i)
 		}
 	}
-	texts, changed, err := adaptkit.CompactTexts(ctx, c, isRead, calls, results)
-	if err != nil {
+	res, err := adaptkit.CompactTexts(ctx, c, isRead, calls, results)
+	if err != nil || res == nil {
 		return err
 	}
-	for k, ch := range changed {
+	for k, ch := range res.Changed {
 		if ch {
 			m := *msgs[at[k]]
-			m.Content = texts[k]
+			m.Content = res.Texts[k]
 			msgs[at[k]] = &m
 		}
+	}
+	copied := map[int]bool{}
+	for k, a := range res.Calls {
+		if !a.Changed {
+			continue
+		}
+		i, j := callAt[k][0], callAt[k][1]
+		if !copied[i] {
+			m := *msgs[i]
+			m.ToolCalls = append([]schema.ToolCall(nil), m.ToolCalls...)
+			msgs[i] = &m
+			copied[i] = true
+		}
+		msgs[i].ToolCalls[j].Function.Arguments = a.Args
 	}
 	return nil
 }

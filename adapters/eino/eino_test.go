@@ -256,13 +256,13 @@ func TestSearchAndQueryTools(t *testing.T) {
 	out, _ := e.off.Offload(e.ctx, hybridctx.Call{}, logText(5000))
 	search := mw.AdditionalTools[1].(tool.InvokableTool)
 	got, err := search.InvokableRun(e.ctx, `{"reference":"`+out.Ref.String()+`","pattern":"/api/items/77 "}`)
-	if err != nil || got != "12:line 11: GET /api/items/77 200\n1 matches (showing 1-1)\n" {
+	if err != nil || got != "12:line 11: GET /api/items/77 200\n1 match (showing 1-1)\n" {
 		t.Fatalf("search %q %v", got, err)
 	}
 	js, _ := e.off.Offload(e.ctx, hybridctx.Call{}, `{"items":[`+strings.Repeat(`{"v":1},`, 100)+`{"v":2}]}`)
 	query := mw.AdditionalTools[2].(tool.InvokableTool)
 	got, err = query.InvokableRun(e.ctx, `{"reference":"`+js.Ref.String()+`","filter":"[.items[].v] | add"}`)
-	if err != nil || got != "102\n1 results (showing 1-1)\n" {
+	if err != nil || got != "102\n1 result (showing 1-1)\n" {
 		t.Fatalf("query %q %v", got, err)
 	}
 	got, err = query.InvokableRun(e.ctx, `{"reference":"`+out.Ref.String()+`","filter":"."}`)

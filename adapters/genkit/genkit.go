@@ -42,8 +42,8 @@ type Options struct {
 	// Budget caps every read; 0 means the read tools' default.
 	Budget int64
 	// Names overrides the read tools' names; empty names keep those of the
-	// Offloader's policy (Middleware) or the defaults (ReadTools). The read
-	// tool's must be the one the notices name.
+	// Offloader's policy (Middleware) or the defaults (ReadTools). ReadTools
+	// needs readtools.NamesOf(off.Policy()), the names the notices point to.
 	Names readtools.Names
 	// OnDecision, when set, receives every offload decision with the tool
 	// name it decided, for the host (the model sees only the notice).
@@ -65,7 +65,7 @@ var ErrNilRehydrator = adaptkit.ErrNilRehydrator
 // bounded notice (a string) when stored, by the categorical notice when
 // the decision failed. When off's policy has a history budget, the
 // request's tool responses are then compacted (see docs/history.md): the
-// oldest over the budget get their mask as output, in the conversation
+// older ones over the budget get their mask as output, in the conversation
 // itself, so later turns keep the same prefix. A request whose tool
 // responses do not pair with its requests then fails with an error
 // wrapping hybridctx.ErrInvalidHistory. off must not be nil.
@@ -79,7 +79,7 @@ func Middleware(off *hybridctx.Offloader, opts *Options) ai.ModelMiddleware {
 	if opts != nil {
 		names, hook, obs = opts.Names, opts.OnDecision, opts.Compaction
 	}
-	isRead := adaptkit.IsReadTool(off, names)
+	isRead := readtools.NamesOf(names.Over(off.Policy())).Has
 	history := adaptkit.NewCompactor(off, obs)
 	return func(next core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk]) core.StreamingFunc[*ai.ModelRequest, *ai.ModelResponse, *ai.ModelResponseChunk] {
 		return func(ctx context.Context, req *ai.ModelRequest, cb ai.ModelStreamCallback) (*ai.ModelResponse, error) {

@@ -177,7 +177,7 @@ func TestMiddlewareParts(t *testing.T) {
 	req := &ai.ModelRequest{Messages: []*ai.Message{{Role: ai.RoleTool, Content: []*ai.Part{
 		ai.NewToolResponsePart(&ai.ToolResponse{Name: "small", Ref: "1", Output: "ok"}),
 		ai.NewToolResponsePart(&ai.ToolResponse{Name: "big", Ref: "2", Output: big}),
-		ai.NewToolResponsePart(&ai.ToolResponse{Name: readtools.DefaultReadName, Ref: "3", Output: strings.Repeat("x", 9000)}),
+		ai.NewToolResponsePart(&ai.ToolResponse{Name: hybridctx.DefaultReadToolName, Ref: "3", Output: strings.Repeat("x", 9000)}),
 	}}}}
 	for range 2 {
 		if _, err := next(context.Background(), req, nil); err != nil {

@@ -89,6 +89,11 @@ func TestCompact(t *testing.T) {
 	if got, err := hybridlc.Compact(ctx, env.Off, orphan, nil); !errors.Is(err, hybridctx.ErrInvalidHistory) || len(got) != len(orphan) {
 		t.Fatalf("orphan: %v", err)
 	}
+	h := history(2)
+	swapped := []llms.MessageContent{h[0], h[2], h[1], h[3], h[4]}
+	if _, err := hybridlc.Compact(ctx, env.Off, swapped, nil); !errors.Is(err, hybridctx.ErrInvalidHistory) {
+		t.Fatalf("a response before its call: %v", err)
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if _, err := hybridlc.Compact(cctx, env.Off, msgs, nil); !errors.Is(err, context.Canceled) {
@@ -126,4 +131,73 @@ func TestCompactor(t *testing.T) {
 	if a, _ := json.Marshal(again); err != nil || string(a) != string(g) || sum.Report().History.Compactions != 1 {
 		t.Fatalf("second call: %v, %d steps", err, sum.Report().History.Compactions)
 	}
+}
+
+// TestCompactInputs: with MaskInputs the content of an answered
+// write-file llms.ToolCall is masked, the arguments still JSON of the same
+// shape whose mask reads back the content byte-exact through the read tool;
+// the other call of the message, the tool responses and msgs stay, and
+// compacting again changes nothing.
+func TestCompactInputs(t *testing.T) {
+	env := adapttest.New(t, adapttest.InputsPolicy())
+	ctx := context.Background()
+	content := adapttest.FileContent()
+	args := adapttest.WriteFileArgs(content)
+	msgs := []llms.MessageContent{
+		llms.TextParts(llms.ChatMessageTypeHuman, "Write the notes."),
+		{Role: llms.ChatMessageTypeAI, Parts: []llms.ContentPart{
+			llms.ToolCall{ID: "w", Type: "function", FunctionCall: &llms.FunctionCall{Name: adapttest.WriteTool, Arguments: args}},
+			llms.ToolCall{ID: "s", Type: "function", FunctionCall: &llms.FunctionCall{Name: "stat", Arguments: `{"path":"notes"}`}}}},
+		{Role: llms.ChatMessageTypeTool, Parts: []llms.ContentPart{
+			llms.ToolCallResponse{ToolCallID: "w", Name: adapttest.WriteTool, Content: "written"},
+			llms.ToolCallResponse{ToolCallID: "s", Name: "stat", Content: "a directory"}}},
+	}
+	before, _ := json.Marshal(msgs)
+	sum := sink.NewSummary()
+	c := hybridlc.NewCompactor(env.Off, &hybridlc.Options{Compaction: sum})
+	out, err := c.Compact(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := json.Marshal(msgs); string(after) != string(before) {
+		t.Fatal("Compact modified its input")
+	}
+	calls := out[1].Parts
+	w, s := calls[0].(llms.ToolCall), calls[1].(llms.ToolCall)
+	if w.ID != "w" || s.FunctionCall.Arguments != `{"path":"notes"}` {
+		t.Fatalf("tool calls %+v", calls)
+	}
+	if err := env.CheckMaskedArgs(ctx, []byte(args), []byte(w.FunctionCall.Arguments), content); err != nil {
+		t.Fatal(err)
+	}
+	var in struct{ Content string }
+	_ = json.Unmarshal([]byte(w.FunctionCall.Arguments), &in)
+	st, _ := hybridctx.ParseStoredText(in.Content)
+	reads, err := hybridlc.NewReadTools(env.Reh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rargs, _ := json.Marshal(map[string]any{"reference": st.Ref.String(), "offset": 0, "length": st.Size, "max_bytes": st.Size})
+	if back, err := reads[0].Call(ctx, string(rargs)); err != nil || back != content {
+		t.Fatalf("the read tool gave back %d bytes (%v), want %d", len(back), err, len(content))
+	}
+	if a, b := mustJSON(t, out[2]), mustJSON(t, msgs[2]); a != b {
+		t.Fatal("a tool response changed")
+	}
+	if r := sum.Report().History; r.InputsMasked != 1 {
+		t.Fatalf("run summary %+v", r)
+	}
+	again, err := c.Compact(ctx, out)
+	if err != nil || mustJSON(t, again) != mustJSON(t, out) || again[1].Parts[0].(llms.ToolCall).FunctionCall.Arguments != w.FunctionCall.Arguments {
+		t.Fatalf("compacting again changed the history (%v)", err)
+	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

@@ -28,9 +28,10 @@ import (
 type Options struct {
 	// Budget caps every read; 0 means the read tools' default.
 	Budget int64
-	// Names overrides the read tools' names; empty names keep the
-	// defaults. The read tool's must be the Offloader's
-	// Policy.ReadToolName, which the notices name.
+	// Names overrides the read tools' names; empty names keep those of the
+	// Offloader's policy (Compact) or the defaults (NewReadTools). Leave it
+	// empty and name the tools in the policy: NewReadTools then needs
+	// readtools.NamesOf(off.Policy()), the names the notices point to.
 	Names readtools.Names
 	// Compaction, when set (Compact), is told of every compaction step of the
 	// policy's history budget (sink.Summary counts them).

@@ -105,7 +105,7 @@ func toolResult(res *readtools.Result) *mcp.CallToolResult {
 // checks, the whole body within the budget.
 func readResource(ctx context.Context, reh *hybridctx.Rehydrator, set *readtools.Set, uri string) ([]mcp.ResourceContents, error) {
 	budget := set.BudgetCap()
-	got, err := reh.Rehydrate(ctx, hybridctx.Request{Reference: uri, Budget: budget, Source: hybridctx.SourceToolRequest})
+	got, err := reh.Rehydrate(ctx, hybridctx.Request{Reference: uri, Budget: budget})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -117,6 +117,11 @@ func TestCompactChat(t *testing.T) {
 	if got, err := h.CompactChat(ctx, orphan); !errors.Is(err, hybridctx.ErrInvalidHistory) || mustJSON(t, got) != mustJSON(t, orphan) {
 		t.Fatalf("orphan: %v", err)
 	}
+	// A tool message placed before the assistant message with its call.
+	swapped := append([]sdk.ChatCompletionMessageParamUnion{out[0], out[1], out[3], out[2]}, out[4:]...)
+	if got, err := h.CompactChat(ctx, swapped); !errors.Is(err, hybridctx.ErrInvalidHistory) || mustJSON(t, got) != mustJSON(t, swapped) {
+		t.Fatalf("result before its call: %v", err)
+	}
 }
 
 func TestCompactResponse(t *testing.T) {
@@ -170,6 +175,10 @@ func TestCompactResponse(t *testing.T) {
 	if _, err := h.CompactResponse(ctx, twice); !errors.Is(err, hybridctx.ErrInvalidHistory) {
 		t.Fatalf("two outputs for one call: %v", err)
 	}
+	swapped := append(responses.ResponseInputParam{out[0], out[2], out[1]}, out[3:]...)
+	if _, err := h.CompactResponse(ctx, swapped); !errors.Is(err, hybridctx.ErrInvalidHistory) {
+		t.Fatalf("an output before its call: %v", err)
+	}
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
 	if got, err := h.CompactResponse(cctx, input); !errors.Is(err, context.Canceled) || mustJSON(t, got) != before {
@@ -184,4 +193,141 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// inputsHandler is a handler whose policy masks tool inputs.
+func inputsHandler(t *testing.T) (*hybridopenai.Handler, *adapttest.Env) {
+	t.Helper()
+	env := adapttest.New(t, adapttest.InputsPolicy())
+	h, err := hybridopenai.New(env.Off, env.Reh, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, env
+}
+
+// TestCompactChatInputs: with MaskInputs the content of a write-file call
+// in a model reply (ChatCompletionMessage.ToParam) is masked once answered,
+// the arguments still JSON of the same shape whose mask reads back the
+// content byte-exact through the read tool; the other call of the reply
+// and msgs stay, and compacting again changes nothing.
+func TestCompactChatInputs(t *testing.T) {
+	h, env := inputsHandler(t)
+	ctx := context.Background()
+	content := adapttest.FileContent()
+	args := adapttest.WriteFileArgs(content)
+	calls, _ := json.Marshal([]map[string]any{
+		{"id": "call_w", "type": "function", "function": map[string]string{"name": adapttest.WriteTool, "arguments": args}},
+		{"id": "call_s", "type": "function", "function": map[string]string{"name": "stat", "arguments": `{"path":"notes"}`}},
+	})
+	var reply sdk.ChatCompletionMessage
+	if err := json.Unmarshal([]byte(`{"role":"assistant","content":null,"refusal":null,"tool_calls":`+string(calls)+`}`), &reply); err != nil {
+		t.Fatal(err)
+	}
+	msgs := []sdk.ChatCompletionMessageParamUnion{sdk.UserMessage("Write the notes."), reply.ToParam()}
+	for _, tc := range reply.ToolCalls {
+		msgs = append(msgs, h.HandleChat(ctx, tc.AsFunction(), runText("done")))
+	}
+	before := mustJSON(t, msgs)
+	out, err := h.CompactChat(ctx, msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustJSON(t, msgs) != before {
+		t.Fatal("CompactChat modified its input")
+	}
+	raw, err := json.Marshal(sdk.ChatCompletionNewParams{Model: "m", Messages: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		Messages []struct {
+			ToolCalls []struct {
+				ID       string                     `json:"id"`
+				Function struct{ Arguments string } `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		t.Fatal(err)
+	}
+	tcs := wire.Messages[1].ToolCalls
+	if len(tcs) != 2 || tcs[0].ID != "call_w" || tcs[1].ID != "call_s" {
+		t.Fatalf("tool calls %+v", tcs)
+	}
+	masked := tcs[0].Function.Arguments
+	if err := env.CheckMaskedArgs(ctx, []byte(args), []byte(masked), content); err != nil {
+		t.Fatal(err)
+	}
+	var in struct{ Content string }
+	_ = json.Unmarshal([]byte(masked), &in)
+	if got := readBack(t, h, in.Content); got != content {
+		t.Fatalf("the read tool gave back %d bytes, want %d", len(got), len(content))
+	}
+	if tcs[1].Function.Arguments != `{"path":"notes"}` || mustJSON(t, out[2:]) != mustJSON(t, msgs[2:]) {
+		t.Fatal("a short input or a tool message changed")
+	}
+	again, err := h.CompactChat(ctx, out)
+	if err != nil || mustJSON(t, again) != mustJSON(t, out) {
+		t.Fatalf("compacting again changed the history (%v)", err)
+	}
+}
+
+// TestCompactResponseInputs is TestCompactChatInputs for a Responses API
+// input: the function_call item's arguments.
+func TestCompactResponseInputs(t *testing.T) {
+	h, env := inputsHandler(t)
+	ctx := context.Background()
+	content := adapttest.FileContent()
+	args := adapttest.WriteFileArgs(content)
+	item, _ := json.Marshal(map[string]string{"type": "function_call", "id": "fc_1", "call_id": "call_w", "name": adapttest.WriteTool,
+		"arguments": args, "status": "completed"})
+	var call responses.ResponseFunctionToolCall // as the model's reply holds it
+	if err := json.Unmarshal(item, &call); err != nil {
+		t.Fatal(err)
+	}
+	// ToParam gives an override whose fields are empty; the host copies them.
+	p := responses.ResponseFunctionToolCallParam{ID: sdk.String(call.ID), CallID: call.CallID, Name: call.Name, Arguments: call.Arguments}
+	input := responses.ResponseInputParam{
+		responses.ResponseInputItemParamOfMessage("Write the notes.", responses.EasyInputMessageRoleUser),
+		{OfFunctionCall: &p},
+		h.HandleResponse(ctx, call, runText("done")),
+	}
+	before := mustJSON(t, input)
+	out, err := h.CompactResponse(ctx, input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mustJSON(t, input) != before {
+		t.Fatal("CompactResponse modified its input")
+	}
+	raw, err := json.Marshal(responses.ResponseNewParams{Model: "m", Input: responses.ResponseNewParamsInputUnion{OfInputItemList: out}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wire struct {
+		Input []struct {
+			Type      string `json:"type"`
+			Arguments string `json:"arguments"`
+		} `json:"input"`
+	}
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		t.Fatal(err)
+	}
+	if wire.Input[1].Type != "function_call" {
+		t.Fatalf("item 1 is %q", wire.Input[1].Type)
+	}
+	masked := wire.Input[1].Arguments
+	if err := env.CheckMaskedArgs(ctx, []byte(args), []byte(masked), content); err != nil {
+		t.Fatal(err)
+	}
+	var in struct{ Content string }
+	_ = json.Unmarshal([]byte(masked), &in)
+	if got := readBack(t, h, in.Content); got != content {
+		t.Fatalf("the read tool gave back %d bytes, want %d", len(got), len(content))
+	}
+	again, err := h.CompactResponse(ctx, out)
+	if err != nil || mustJSON(t, again) != mustJSON(t, out) {
+		t.Fatalf("compacting again changed the history (%v)", err)
+	}
 }

@@ -47,5 +47,5 @@ func ExampleHandler_HandleChat() {
 	fmt.Println(found.OfTool.Content.OfString.Value)
 	// Output:
 	// 701:row 700 status=FAILED
-	// 1 matches (showing 1-1)
+	// 1 match (showing 1-1)
 }

@@ -45,7 +45,9 @@ func (h *History) compact(ctx context.Context, c *hybridctx.Compactor) error {
 				calls = append(calls, tc.ID)
 			}
 		case RoleTool:
-			rs = append(rs, entry(m))
+			r := entry(m)
+			r.Ordered, r.CallsBefore = true, len(calls)
+			rs = append(rs, r)
 			at = append(at, i)
 		}
 	}
@@ -74,8 +76,7 @@ func entry(m Message) hybridctx.HistoryResult {
 	case m.Masked:
 		return hybridctx.HistoryResult{Call: call, Text: m.Content, Form: hybridctx.FormNotice}
 	case recovered(m):
-		s := m.Offload.Original.(*hybridctx.Segment)
-		return hybridctx.RecoveredResult(call, s)
+		return hybridctx.RecoveredResult(call, m.Offload.Segment())
 	case m.Offload != nil && m.Offload.Notice != "" && m.Content == m.Offload.Notice && !m.Offload.Ref.IsZero():
 		return hybridctx.HistoryResult{Call: call, Text: m.Content, Form: hybridctx.FormNotice}
 	}

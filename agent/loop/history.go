@@ -179,8 +179,8 @@ func recovered(m Message) bool {
 	if o == nil || o.Reason() != hybridctx.RecoveredSegmentBypass {
 		return false
 	}
-	s, ok := o.Original.(*hybridctx.Segment)
-	return ok && s.SkipOffload() && string(s.Bytes()) == m.Content
+	s := o.Segment()
+	return s != nil && s.SkipOffload() && string(s.Bytes()) == m.Content
 }
 
 // Size is what a history weighs, in bytes of message content and tool-call

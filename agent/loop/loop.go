@@ -117,7 +117,7 @@ type Result struct {
 // least the policy's inline threshold.
 //
 // When the policy has a history budget, the history compacts itself before
-// each model call (see docs/history.md): the oldest tool messages over the
+// each model call (see docs/history.md): older tool messages over the
 // budget are masked in one step, losslessly.
 //
 // Run returns the context's error when it is cancelled, an error wrapping

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybridctx/hybridctx/internal/cputime"
 )
 
 // benchText returns n bytes of UTF-8 prose in lines.
@@ -238,7 +240,7 @@ func BenchmarkClassifyWhole(b *testing.B) {
 			b.ReportAllocs()
 			var k Kind
 			var best bestTime
-			cpu := cpuTime()
+			cpu := cputime.Used()
 			for b.Loop() {
 				t0 := time.Now()
 				k, _ = Of(bc.data)
@@ -259,7 +261,7 @@ func BenchmarkSHA256(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(bc.data)))
 			var best bestTime
-			cpu := cpuTime()
+			cpu := cputime.Used()
 			for b.Loop() {
 				t0 := time.Now()
 				sha256.Sum256(bc.data)
@@ -276,7 +278,7 @@ func BenchmarkSHA256(b *testing.B) {
 // loaded machine these move less than ns/op and MB/s, which also count
 // the time spent waiting for a core.
 func reportCPU(b *testing.B, start time.Duration, n int) {
-	ns := float64(cpuTime()-start) / float64(b.N)
+	ns := float64(cputime.Used()-start) / float64(b.N)
 	b.ReportMetric(ns, "cpu-ns/op")
 	if ns > 0 {
 		b.ReportMetric(float64(n)/ns*1e3, "cpu-MB/s")

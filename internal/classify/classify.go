@@ -11,19 +11,20 @@
 //
 // # Kinds
 //
-// The kind of a stream is decided in this order:
+// The kind of a stream is decided in this order (docs/offload.md, "The
+// notice"):
 //
+//   - [Binary] when the stream is not valid UTF-8, with the semantics of
+//     unicode/utf8.Valid applied to the whole stream, at any length (a
+//     rune split across two writes is joined; a rune cut off by the end of
+//     the stream makes it binary). This includes JSON whose strings hold
+//     bytes that are not valid UTF-8, which encoding/json.Valid accepts.
 //   - [JSON] when the stream is exactly one valid JSON value with optional
 //     surrounding whitespace, accepting precisely what encoding/json.Valid
-//     accepts: the same number grammar, escapes, whitespace set (space,
-//     tab, CR, LF) and nesting depth limit (10000), and, like json.Valid,
-//     any byte of 0x20 or above inside a string, including bytes that are
-//     not valid UTF-8. A top-level scalar ("x", 1, true, null) is JSON;
-//     input made only of whitespace is not.
-//   - [Binary] when the stream is not valid UTF-8, with the semantics of
-//     unicode/utf8.Valid applied to the whole stream (a rune split across
-//     two writes is joined; a rune cut off by the end of the stream makes
-//     it binary).
+//     accepts of valid UTF-8: the same number grammar, escapes, whitespace
+//     set (space, tab, CR, LF) and nesting depth limit (10000). A
+//     top-level scalar ("x", 1, true, null) is JSON; input made only of
+//     whitespace is not.
 //   - [Text] otherwise, including the empty stream.
 //
 // # Long streams
@@ -43,19 +44,23 @@
 // Lines are counted with bytes.Count and UTF-8 is checked with
 // validUTF8 (utf8.go: utf8.Valid, or 32 bytes at a time with AVX2),
 // carrying at most 3 bytes of a split rune to the next write.
-// The JSON scan (scan.go) is a byte-wise state machine that can stop and
-// resume at any byte; it reads strings and indentation 8 bytes at a time
-// and, since it only ever reads the first [JSONScanLimit] bytes, costs at
-// most a few tens of microseconds per stream.
+// The JSON scan is the module's one JSON tokenizer (internal/jsonstream's
+// Tokenizer), watching no event: a byte-wise state machine that can stop
+// and resume at any byte; it reads strings and indentation 8 bytes at a
+// time and, since it only ever reads the first [JSONScanLimit] bytes,
+// costs at most a few tens of microseconds per stream.
 //
 // Each check stops as soon as its answer is known: UTF-8 validation after
-// the first invalid sequence, and the JSON scan after the first syntax
-// error (often the first non-whitespace byte of a text or binary stream).
+// the first invalid sequence (and the JSON scan with it), and the JSON scan
+// after the first syntax error (often the first non-whitespace byte of a
+// text or binary stream).
 package classify
 
 import (
 	"bytes"
 	"unicode/utf8"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
 
 // Kind is the kind of content of a byte stream.
@@ -64,9 +69,10 @@ type Kind uint8
 const (
 	// Text is valid UTF-8 that is not a JSON document; the empty stream is Text.
 	Text Kind = iota
-	// JSON is a single valid JSON value, optionally surrounded by whitespace.
+	// JSON is valid UTF-8 holding a single valid JSON value, optionally
+	// surrounded by whitespace.
 	JSON
-	// Binary is a stream that is not valid UTF-8 (and not JSON).
+	// Binary is a stream that is not valid UTF-8, JSON or not.
 	Binary
 )
 
@@ -121,12 +127,21 @@ type Classifier struct {
 	carry   [4]byte // valid but incomplete rune prefix from the previous write
 
 	jsonOff bool // JSON scanning finished: syntax error, or past the limit with top known
-	js      scanner
+	top     byte // first non-whitespace byte, 0 if none yet
+	js      jsonstream.Tokenizer
 }
 
 // Write feeds p to the classifier. It never fails and always returns
 // len(p), nil.
-func (c *Classifier) Write(p []byte) (int, error) {
+func (c *Classifier) Write(p []byte) (int, error) { return c.WriteOutline(p, nil) }
+
+// WriteOutline is Write that also records the outline of the stream in s
+// (nil: none) from the classifier's own JSON scan, as s.Write would: one
+// pass over the bytes instead of two. Every write of the stream goes
+// through WriteOutline with the same s; s is not written to directly. The
+// scan, and so the outline, stops at the first byte that is not UTF-8: the
+// outline of a Binary stream is not shown.
+func (c *Classifier) WriteOutline(p []byte, s *Shape) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
@@ -139,10 +154,11 @@ func (c *Classifier) Write(p []byte) (int, error) {
 		}
 	}
 	if !c.jsonOff {
-		c.scanJSON(p)
+		c.scanJSON(p, s)
 	}
 	if !c.badUTF8 {
 		c.checkUTF8(p)
+		c.jsonOff = c.jsonOff || c.badUTF8 // binary, whatever the scan says
 	}
 	c.n += int64(len(p))
 	return len(p), nil
@@ -152,15 +168,21 @@ var newline = []byte{'\n'}
 
 // scanJSON runs the JSON scanner over the part of p that lies within the
 // first scanLimit bytes of the stream, and past it only looks for the
-// first non-whitespace byte if none has been seen yet.
-func (c *Classifier) scanJSON(p []byte) {
+// first non-whitespace byte if none has been seen yet. While s (when not
+// nil) records an outline, the scanner reports s's events to it.
+func (c *Classifier) scanJSON(p []byte, s *Shape) {
 	if room := scanLimit - c.n; room > 0 {
 		q := p
 		if int64(len(q)) > room {
 			q = q[:room]
 		}
-		c.js.scan(q)
-		if c.js.st == stErr {
+		r := q
+		if s != nil && !s.done {
+			r = r[s.scan(&c.js, r):]
+		}
+		_, ev := c.js.Scan(r) // watching nothing: it stops only at an error
+		c.top = c.js.First()
+		if ev == jsonstream.Bad {
 			c.jsonOff = true
 			return
 		}
@@ -172,10 +194,10 @@ func (c *Classifier) scanJSON(p []byte) {
 	// Past the limit: only the first non-whitespace byte still matters.
 	// Once it is seen the scan is over, even when it is a NUL byte (which
 	// top cannot tell from "none yet").
-	if c.js.top == 0 {
+	if c.top == 0 {
 		for _, b := range p {
 			if !isSpace(b) {
-				c.js.top = b
+				c.top = b
 				c.jsonOff = true
 				return
 			}
@@ -243,27 +265,29 @@ func (c *Classifier) Lines() int64 {
 // Kind returns the kind of the bytes written so far, as if the stream
 // ended here. It does not change the classifier: more writes may follow.
 func (c *Classifier) Kind() Kind {
-	if c.n == 0 {
+	switch {
+	case c.n == 0:
 		return Text
-	}
-	if c.isJSON() {
-		return JSON
-	}
-	if c.badUTF8 || c.nc > 0 {
+	case c.badUTF8 || c.nc > 0:
 		return Binary
+	case c.isJSON():
+		return JSON
 	}
 	return Text
 }
 
 func (c *Classifier) isJSON() bool {
-	if c.js.st == stErr {
+	if c.js.Err() != nil {
 		return false
 	}
 	if c.n > scanLimit {
-		return (c.js.top == '{' || c.js.top == '[') && (c.lastNS == '}' || c.lastNS == ']')
+		return (c.top == '{' || c.top == '[') && (c.lastNS == '}' || c.lastNS == ']')
 	}
-	return c.js.complete()
+	return c.js.Complete()
 }
+
+// isSpace reports whether b is JSON whitespace.
+func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
 // Reset returns the classifier to its zero state, ready for a new stream.
 func (c *Classifier) Reset() { *c = Classifier{} }
@@ -274,12 +298,4 @@ func Of(b []byte) (kind Kind, lines int64) {
 	var c Classifier
 	c.Write(b)
 	return c.Kind(), c.Lines()
-}
-
-// MayBeJSON reports whether b's first non-whitespace byte opens an object
-// or an array: the only JSON whose exact scan costs about as much as its
-// hash, and so worth running beside it.
-func MayBeJSON(b []byte) bool {
-	i := skipSpace(b, 0)
-	return i < len(b) && (b[i] == '{' || b[i] == '[')
 }

@@ -7,7 +7,12 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
 )
+
+// maxDepth is the deepest nesting json.Valid accepts.
+const maxDepth = jsonstream.MaxNesting
 
 // refKind is the specification of Kind, computed with the standard library
 // on the whole input.
@@ -15,10 +20,10 @@ func refKind(b []byte) Kind {
 	switch {
 	case len(b) == 0:
 		return Text
-	case json.Valid(b):
-		return JSON
 	case !utf8.Valid(b):
 		return Binary
+	case json.Valid(b):
+		return JSON
 	}
 	return Text
 }
@@ -239,10 +244,12 @@ var kindCases = []struct {
 	{"{\xff}", Binary},
 	{"[1]\xff", Binary},
 	{"\xef\xbb\xbf{}", Text},
-	// invalid UTF-8 inside a JSON string is accepted by json.Valid
-	{"\"\xff\"", JSON},
-	{"{\"k\xc0\":\"\xed\xa0\x80\xe2\x82\"}", JSON},
-	{"[\"\xf0\x9f\x99\"]", JSON},
+	// invalid UTF-8 inside a JSON string: json.Valid accepts it, and it is
+	// binary all the same (docs/offload.md)
+	{"\"\xff\"", Binary},
+	{"{\"k\xc0\":\"\xed\xa0\x80\xe2\x82\"}", Binary},
+	{"[\"\xf0\x9f\x99\"]", Binary},
+	{"[\"\xf0\x9f\x99", Binary},
 }
 
 func TestKinds(t *testing.T) {
@@ -489,10 +496,43 @@ func TestStopsEarly(t *testing.T) {
 	}
 }
 
-func TestMayBeJSON(t *testing.T) {
-	for in, want := range map[string]bool{"": false, "  \n": false, "{": true, " \t\r\n[1]": true, `"s"`: false, "1": false, "x{": false, "\v{": false} {
-		if got := MayBeJSON([]byte(in)); got != want {
-			t.Errorf("MayBeJSON(%q) = %v, want %v", in, got, want)
+// A JSON document whose strings hold bytes that are not valid UTF-8 is
+// binary, wherever the bytes are: in the exactly scanned first 64 KiB or
+// past them, fed whole or in pieces.
+func TestInvalidUTF8JSONIsBinary(t *testing.T) {
+	doc := func(at int) []byte {
+		var b bytes.Buffer
+		b.WriteString(`{"items":[`)
+		for i := 0; b.Len() < 100<<10; i++ {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if b.Len() >= at && at >= 0 {
+				b.WriteString("\"bad \xff\xfe byte\"")
+				at = -1
+				continue
+			}
+			b.WriteString(`"item number ` + strings.Repeat("x", i%50) + `"`)
 		}
+		b.WriteString("]}")
+		return b.Bytes()
+	}
+	for _, at := range []int{10, 30 << 10, 70 << 10, 99 << 10} {
+		b := doc(at)
+		if len(b) <= JSONScanLimit {
+			t.Fatalf("%d bytes", len(b))
+		}
+		if k, _ := Of(b); k != Binary {
+			t.Errorf("invalid UTF-8 at %d: %v", at, k)
+		}
+		for _, n := range []int{1, 7, 4096, 65537} {
+			c := feed(t, b, func(rest int) int { return min(rest, n) })
+			if k := c.Kind(); k != Binary {
+				t.Errorf("invalid UTF-8 at %d, pieces of %d: %v", at, n, k)
+			}
+		}
+	}
+	if k, _ := Of(doc(-1)); k != JSON {
+		t.Fatalf("the valid document is %v", k)
 	}
 }

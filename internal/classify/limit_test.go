@@ -63,7 +63,7 @@ func TestScanLimitRule(t *testing.T) {
 		{"text", "hello world, this is text", Text},
 		{"text ending in a bracket", "hello world, this is text]", Text},
 		{"text starting with t", "the quick brown fox", Text},
-		{"binary past limit in object", `{"a": 1}` + pad + "\xff}", JSON},
+		{"binary past limit in object", `{"a": 1}` + pad + "\xff}", Binary},
 		{"binary at the end of an object", `{"a": 1}` + pad + "\xff", Binary},
 		{"binary past limit in text", "hello world, this is \xff", Binary},
 		{"binary past limit in scalar", `"` + strings.Repeat("x", 30) + "\xe2", Binary},
@@ -88,7 +88,7 @@ func TestScanLimitRule(t *testing.T) {
 // refKindLimited is the specification of Kind with the scan limit set to
 // limit, computed with the standard library.
 func refKindLimited(b []byte, limit int) Kind {
-	if len(b) <= limit {
+	if len(b) <= limit || !utf8.Valid(b) {
 		return refKind(b)
 	}
 	top := byte(0)

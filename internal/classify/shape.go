@@ -1,6 +1,10 @@
 package classify
 
-import "unicode/utf8"
+import (
+	"unicode/utf8"
+
+	"github.com/hybridctx/hybridctx/internal/jsonstream"
+)
 
 // Shape records the outline of a JSON document while the document streams
 // past, for the notice that stands in for it (see docs/offload.md, "The
@@ -10,15 +14,19 @@ import "unicode/utf8"
 //	{"items": array[400] of {"id": number, "v": string}, "next": null}
 //
 // It is an [io.Writer] fed the same bytes as a [Classifier], split
-// anywhere, and reaches the same outline however the bytes were split. It
+// anywhere, and reaches the same outline however the bytes were split; or
+// it is fed by the Classifier itself, from the Classifier's own JSON scan
+// ([Classifier.WriteOutline]). It
 // reads at most the first [JSONScanLimit] bytes, the prefix a long stream is
 // classified from: an array or object still open there is shown as such
 // (array[≥N], a trailing …). Its memory is a fixed-size struct and Write
 // does not allocate.
 //
-// Shape checks only as much of the grammar as it needs and stops at what
-// cannot be JSON; whether the bytes are JSON is the Classifier's to say,
-// and a caller shows a shape only for a stream classified [JSON].
+// Shape reads the bytes with the module's JSON tokenizer
+// (internal/jsonstream's Tokenizer), watching the events of the levels it
+// records, and stops at the first syntax error; whether the bytes are JSON
+// is the Classifier's to say, and a caller shows a shape only for a stream
+// classified [JSON].
 //
 // What it shows:
 //   - a scalar as string, number, bool or null;
@@ -37,19 +45,19 @@ import "unicode/utf8"
 // Keys are content: the outline belongs in the notice the model sees and
 // nowhere else.
 type Shape struct {
-	n     int64 // bytes read
-	st    shapeState
-	done  bool // reading stopped: the value ended, the limit, or not JSON
-	str   bool // skip mode: inside a string
-	esc   bool // skip mode: after a backslash in a string
-	skip  int32
-	shut  int16 // node closed when skip mode ends, or -1
-	nf    int8  // frames in use
-	nn    int16 // nodes in use
-	na    uint16
-	fr    [maxShapeFrames]shapeFrame
-	nodes [maxShapeNodes]shapeNode
-	arena [shapeArena]byte
+	n       int64 // bytes read
+	done    bool  // reading stopped: the value ended, the limit, or not JSON
+	started bool  // the tokenizer watches its first events
+	inKey   bool  // inside a key of a recorded object
+	skip    int32 // level of the container whose contents are not recorded, or -1
+	shut    int16 // node closed when that container ends, or -1
+	nf      int8  // frames in use
+	nn      int16 // nodes in use
+	na      uint16
+	tok     jsonstream.Tokenizer // unused when the Classifier feeds it (Classifier.WriteOutline)
+	fr      [maxShapeFrames]shapeFrame
+	nodes   [maxShapeNodes]shapeNode
+	arena   [shapeArena]byte
 }
 
 // MaxShapeLen is the most bytes Shape.Append adds.
@@ -62,23 +70,6 @@ const (
 	shapeArena     = 512 // bytes of keys recorded
 	maxShapeKey    = 48  // bytes of one key recorded
 	keyLevels      = 2   // levels of keys shown
-)
-
-type shapeState uint8
-
-const (
-	shValue    shapeState = iota // a value
-	shArrFirst                   // after '[': a value or ']'
-	shObjFirst                   // after '{': a key or '}'
-	shKey                        // after ',' in an object: a key
-	shColon                      // after a key
-	shAfter                      // after a value: ',' or a closer
-	shKeyStr                     // inside a key
-	shKeyEsc                     // after a backslash in a key
-	shStr                        // inside a string value
-	shStrEsc                     // after a backslash in a string value
-	shScalar                     // inside a number or literal
-	shSkip                       // inside a container whose contents are not recorded
 )
 
 // shapeFrame is an open container that has a node.
@@ -113,130 +104,83 @@ func (s *Shape) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	if room := scanLimit - s.n; int64(len(p)) > room {
-		s.scan(p[:room])
+		s.scan(&s.tok, p[:room])
 		s.n += room
 		s.done = true
 		return len(p), nil
 	}
-	s.scan(p)
+	s.scan(&s.tok, p)
 	s.n += int64(len(p))
 	return len(p), nil
 }
 
-func isWS(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
-
-// scan advances the recorder over p.
-func (s *Shape) scan(p []byte) {
-	for i := 0; i < len(p) && !s.done; {
-		b := p[i]
-		switch s.st {
-		case shSkip:
-			i = s.skipOver(p, i)
-			continue
-		case shStr:
-			j := i
-			for j < len(p) && p[j] != '"' && p[j] != '\\' && p[j] >= 0x20 {
-				j++
-			}
-			if j == len(p) {
-				return
-			}
-			switch p[j] {
-			case '"':
-				s.st = shAfter
-			case '\\':
-				s.st = shStrEsc
-			default:
-				s.done = true
-			}
-			i = j + 1
-			continue
-		case shStrEsc:
-			s.st = shStr
-		case shKeyStr:
-			j := i
-			for j < len(p) && p[j] != '"' && p[j] != '\\' && p[j] >= 0x20 {
-				j++
-			}
-			s.keep(p[i:j])
-			if j == len(p) {
-				return
-			}
-			switch p[j] {
-			case '"':
-				s.st = shColon
-			case '\\':
-				s.keep(p[j : j+1])
-				s.st = shKeyEsc
-			default:
-				s.done = true
-			}
-			i = j + 1
-			continue
-		case shKeyEsc:
-			s.keep(p[i : i+1])
-			s.st = shKeyStr
-		case shScalar:
-			if !isWS(b) && b != ',' && b != ']' && b != '}' {
-				break
-			}
-			s.st = shAfter
-			continue // the delimiter is read after the value
-		default:
-			if !isWS(b) {
-				s.token(b)
-			}
-		}
-		i++
+// watch sets what tok reports: every event of the recorded levels (the
+// members of the innermost recorded container, and its end); only the end
+// of a container whose contents are not recorded; nothing once reading
+// stopped.
+func (s *Shape) watch(tok *jsonstream.Tokenizer) {
+	switch {
+	case s.done:
+		tok.Watch(0, 0)
+	case s.skip >= 0:
+		tok.Watch(jsonstream.StopValueEnd, int(s.skip))
+	default:
+		tok.Watch(jsonstream.StopValue|jsonstream.StopValueEnd|jsonstream.StopKey|jsonstream.StopKeyEnd, int(s.nf))
 	}
 }
 
-// token reads b, not whitespace, outside strings and scalars.
-func (s *Shape) token(b byte) {
-	var f *shapeFrame
-	if s.nf > 0 {
-		f = &s.fr[s.nf-1]
+// scan advances the recorder over p with tok, and returns the bytes tok
+// consumed: all of p, or those up to where reading stopped, after which
+// tok watches nothing.
+func (s *Shape) scan(tok *jsonstream.Tokenizer, p []byte) int {
+	if !s.started {
+		s.started, s.skip = true, -1
+		s.watch(tok)
 	}
-	switch s.st {
-	case shValue:
-		s.value(f, b)
-	case shArrFirst:
-		if b == ']' {
-			s.close()
-			return
+	all := len(p)
+	for len(p) > 0 && !s.done {
+		n, ev := tok.Scan(p)
+		if s.inKey {
+			k := p[:n]
+			if ev == jsonstream.KeyEnd {
+				k = k[:n-1] // the closing quote
+			}
+			s.keep(k)
 		}
-		s.value(f, b)
-	case shObjFirst, shKey:
-		switch {
-		case b == '}' && s.st == shObjFirst:
-			s.close()
-		case b == '"':
-			s.st = shKeyStr
+		switch ev {
+		case jsonstream.Bad:
+			s.done = true
+		case jsonstream.Value:
+			var f *shapeFrame
+			if s.nf > 0 {
+				f = &s.fr[s.nf-1]
+			}
+			s.value(f, p[n-1])
+		case jsonstream.Key:
+			f := &s.fr[s.nf-1]
 			f.keyOK = f.expanded && s.nn < maxShapeNodes && int(s.na) < len(s.arena)
 			f.keyCut, f.keyOff, f.keyLen = false, s.na, 0
-		default:
-			s.done = true
+			s.inKey = true
+		case jsonstream.KeyEnd:
+			s.inKey = false
+		case jsonstream.ValueEnd:
+			switch level := int32(tok.Level()); {
+			case level == s.skip:
+				if s.shut >= 0 {
+					s.nodes[s.shut].closed = true
+				}
+				s.skip = -1
+				s.done = s.nf == 0
+			case level == int32(s.nf)-1:
+				s.close()
+			}
 		}
-	case shColon:
-		if b != ':' {
-			s.done = true
-			return
+		if ev != jsonstream.None {
+			s.watch(tok)
 		}
-		s.st = shValue
-	case shAfter:
-		switch {
-		case f == nil:
-			s.done = true // the top-level value ended
-		case b == ',' && f.obj:
-			s.st = shKey
-		case b == ',':
-			s.st = shValue
-		case b == '}' && f.obj, b == ']' && !f.obj:
-			s.close()
-		default:
-			s.done = true
-		}
+		p = p[n:]
 	}
+	return all - len(p)
 }
 
 // keep records the bytes of the key being read, up to maxShapeKey.
@@ -267,11 +211,8 @@ func (s *Shape) value(f *shapeFrame, b byte) {
 		typ = 'n'
 	case b == 't' || b == 'f':
 		typ = 'b'
-	case b == 'n':
+	default: // 'n'
 		typ = 'z'
-	default:
-		s.done = true
-		return
 	}
 	node := int16(-1)
 	switch {
@@ -294,17 +235,11 @@ func (s *Shape) value(f *shapeFrame, b byte) {
 			}
 		}
 	}
-	switch typ {
-	case 's':
-		s.st = shStr
-	case '{', '[':
+	switch {
+	case typ == '{' || typ == '[':
 		s.open(f, node, typ == '{')
-	default:
-		if f == nil {
-			s.done = true // a top-level scalar: its type is all there is
-			return
-		}
-		s.st = shScalar
+	case f == nil:
+		s.done = true // a top-level scalar: its type is all there is
 	}
 }
 
@@ -320,7 +255,9 @@ func (s *Shape) add(parent int16, typ byte, f *shapeFrame) int16 {
 	return s.nn - 1
 }
 
-// open begins a container with node (-1 for none) inside f.
+// open begins a container with node (-1 for none) inside f: a frame whose
+// members are watched, or, for one whose contents are not recorded, a
+// skip to its end.
 func (s *Shape) open(f *shapeFrame, node int16, obj bool) {
 	lvl := uint8(0)
 	if f != nil {
@@ -332,89 +269,21 @@ func (s *Shape) open(f *shapeFrame, node int16, obj bool) {
 	depth := int(s.nf) + 1
 	expanded := depth <= expandDepth && (!obj || lvl < keyLevels)
 	if node < 0 || obj && !expanded || int(s.nf) == maxShapeFrames {
-		s.st, s.skip, s.shut, s.str, s.esc = shSkip, 1, node, false, false
+		s.skip, s.shut = int32(s.nf), node
 		return
 	}
 	s.nodes[node].expanded = expanded
 	s.fr[s.nf] = shapeFrame{node: node, obj: obj, expanded: expanded, lvl: lvl}
 	s.nf++
-	if obj {
-		s.st = shObjFirst
-	} else {
-		s.st = shArrFirst
-	}
 }
 
 // close ends the innermost recorded container.
 func (s *Shape) close() {
 	s.nf--
 	s.nodes[s.fr[s.nf].node].closed = true
-	s.st = shAfter
 	if s.nf == 0 {
 		s.done = true
 	}
-}
-
-// skipOver reads p from i in skip mode, counting brackets outside strings,
-// and returns where it stopped: the end of p, or past the closer of the
-// skipped container.
-func (s *Shape) skipOver(p []byte, i int) int {
-	for i < len(p) {
-		switch {
-		case s.esc:
-			s.esc = false
-			i++
-			continue
-		case s.str:
-			j, c := stringStop(p, i)
-			if j == len(p) {
-				return j
-			}
-			s.str, s.esc = c != '"', c == '\\'
-			i = j + 1
-			continue
-		}
-		for i < len(p) && !structural[p[i]] {
-			i++
-		}
-		if i == len(p) {
-			return i
-		}
-		switch p[i] {
-		case '"':
-			s.str = true
-		case '{', '[':
-			s.skip++
-		case '}', ']':
-			if s.skip--; s.skip == 0 {
-				if s.shut >= 0 {
-					s.nodes[s.shut].closed = true
-				}
-				s.st = shAfter
-				if s.nf == 0 {
-					s.done = true
-				}
-				return i + 1
-			}
-		}
-		i++
-	}
-	return i
-}
-
-// structural marks the bytes skip mode stops at outside strings.
-var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
-
-// stringStop returns the index of the first quote or backslash of p at or
-// after i, and that byte, or len(p) and 0.
-func stringStop(p []byte, i int) (int, byte) {
-	for i < len(p) && p[i] != '"' && p[i] != '\\' {
-		i++
-	}
-	if i == len(p) {
-		return i, 0
-	}
-	return i, p[i]
 }
 
 // Append appends the outline of what was written to dst, in at most
@@ -533,9 +402,11 @@ func appendInt(b []byte, v int64) []byte {
 }
 
 // appendKey appends `"key": ` for the raw bytes of a key as they appeared
-// between its quotes: valid escapes and runes as they are, anything else as
-// \ufffd, so the result is valid UTF-8 and a valid JSON string; … inside the
-// quotes when the key was cut.
+// between its quotes: valid escapes and runes as they are, except the runes
+// hiddenRune names, written as their \uXXXX escape; anything else as
+// \ufffd, so the result is valid UTF-8 and a valid JSON string with no raw
+// control, line break or direction override; … inside the quotes when the
+// key was cut.
 func appendKey(b, k []byte, cut bool) []byte {
 	b = append(b, '"')
 	for len(k) > 0 {
@@ -559,6 +430,8 @@ func appendKey(b, k []byte, cut bool) []byte {
 		default:
 			r, m := utf8.DecodeRune(k)
 			switch {
+			case hiddenRune(r):
+				b = appendRuneEscape(b, r)
 			case r != utf8.RuneError || m > 1:
 				b = append(b, k[:m]...)
 			case cut && !utf8.FullRune(k):
@@ -573,6 +446,28 @@ func appendKey(b, k []byte, cut bool) []byte {
 		b = append(b, "…"...)
 	}
 	return append(b, `": `...)
+}
+
+// hiddenRune reports whether r, valid inside a JSON string, must not reach
+// a notice raw: the C1 controls (U+0080–U+009F, NEL among them), the line
+// and paragraph separators (U+2028, U+2029) and the bidirectional marks,
+// embeddings, overrides and isolates (U+061C, U+200E, U+200F,
+// U+202A–U+202E, U+2066–U+2069), which break lines or reorder the text
+// around them where the notice is shown.
+func hiddenRune(r rune) bool {
+	switch {
+	case 0x80 <= r && r <= 0x9f, r == 0x2028, r == 0x2029, r == 0x061c, r == 0x200e, r == 0x200f,
+		0x202a <= r && r <= 0x202e, 0x2066 <= r && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// appendRuneEscape appends the JSON escape \uXXXX of a rune of the Basic
+// Multilingual Plane.
+func appendRuneEscape(b []byte, r rune) []byte {
+	const hexDigits = "0123456789abcdef"
+	return append(b, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
 }
 
 // escLen returns the length of the valid JSON escape k begins with, or 0.

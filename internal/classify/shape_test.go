@@ -25,6 +25,29 @@ func shapeOf(b []byte, k, max int) string {
 	return string(s.Append(nil, max))
 }
 
+// outlineOf is shapeOf with the outline recorded by a Classifier from its
+// own scan (WriteOutline); it checks that the Classifier's kind is the one
+// a plain Write gives.
+func outlineOf(b []byte, k, max int) string {
+	var c Classifier
+	var s Shape
+	kind, _ := Of(b)
+	if k <= 0 {
+		k = len(b) + 1
+	}
+	for len(b) > 0 {
+		n := min(k, len(b))
+		if m, err := c.WriteOutline(b[:n], &s); m != n || err != nil {
+			panic(fmt.Sprintf("WriteOutline = %d, %v", m, err))
+		}
+		b = b[n:]
+	}
+	if c.Kind() != kind {
+		panic(fmt.Sprintf("WriteOutline: kind %v, Write: %v", c.Kind(), kind))
+	}
+	return string(s.Append(nil, max))
+}
+
 // withShapeLimit runs f with the prefix a long stream is read from
 // lowered to n bytes.
 func withShapeLimit(n int64, f func()) {
@@ -66,6 +89,9 @@ func TestShape(t *testing.T) {
 		for _, k := range []int{0, 1, 3} {
 			if got := shapeOf([]byte(tc.in), k, MaxShapeLen); got != tc.want {
 				t.Errorf("%q in pieces of %d:\n got %s\nwant %s", tc.in, k, got, tc.want)
+			}
+			if got := outlineOf([]byte(tc.in), k, MaxShapeLen); got != tc.want && utf8.ValidString(tc.in) {
+				t.Errorf("%q in pieces of %d, from the classifier's scan:\n got %s\nwant %s", tc.in, k, got, tc.want)
 			}
 		}
 	}
@@ -219,4 +245,24 @@ func BenchmarkShape(b *testing.B) {
 		var s Shape
 		s.Write(p)
 	}
+}
+
+// Line breaks, C1 controls and direction overrides in a key reach the
+// outline as \uXXXX escapes, never raw, like the other controls.
+func TestShapeEscapesHiddenRunes(t *testing.T) {
+	for _, r := range []rune{0x80, 0x85, 0x9f, 0x2028, 0x2029, 0x202a, 0x202e, 0x200e, 0x200f, 0x061c, 0x2066, 0x2069} {
+		key := "a" + string(r) + "b"
+		got := checkShape(t, []byte(`{"`+key+`":1}`), MaxShapeLen)
+		want := fmt.Sprintf(`{"a\u%04x%s": number}`, r, "b")
+		if got != want || strings.ContainsRune(got, r) {
+			t.Errorf("U+%04X: got %q, want %q", r, got, want)
+		}
+	}
+	// Runes around them stay as they are; an escape in the key stays one.
+	got := checkShape(t, []byte(`{"é\u2028x`+"\u00a0\u2027\u202f"+`":1}`), MaxShapeLen)
+	if want := `{"é\u2028x` + "\u00a0\u2027\u202f" + `": number}`; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	// A long key of them is cut within the bound.
+	checkShape(t, []byte(`{"`+strings.Repeat("\u2028", 60)+`":{"`+strings.Repeat("\u0085", 60)+`":1}}`), MaxShapeLen)
 }

@@ -41,7 +41,10 @@ where summary is the run summary sink's shape (see package sink).
 The owner defaults to user "demo", workflow "demo" and a random session,
 unless --user, --workflow, --session or their variables set them.
 --threshold N is the inline threshold (default 4096); --budget N caps every
-read (default 65536). --events - streams progress events as JSON Lines on
+read (default 65536). Any threshold works: a result that stays inline is
+read there, and since the two most recent results are never masked, the
+default history budget grows to fit two of the largest result that stays
+inline (an explicit --history-budget below that is a usage error). --events - streams progress events as JSON Lines on
 standard error (--events FILE appends them to FILE); otherwise, when
 standard error is a terminal, one live status line is drawn there and
 erased at the end.
@@ -57,6 +60,24 @@ type demoFlags struct {
 // demoHistoryBudget is the demo's default history budget: small enough
 // that its scenario compacts.
 const demoHistoryBudget = 6144
+
+// demoHistoryFloor is the least history budget the scenario can meet at
+// threshold (0: any): the demoKeepRecent most recent tool results are never
+// masked, so when one of the scenario's large results (the build log, the
+// test report) stays inline, two of its size and the masks of the others
+// must fit.
+func demoHistoryFloor(threshold int64) int64 {
+	var largest int64
+	for _, n := range []int64{demoLogBytes, demoReportBytes} {
+		if n <= threshold {
+			largest = max(largest, n)
+		}
+	}
+	if largest == 0 {
+		return 0
+	}
+	return demoKeepRecent*largest + demoMaxToolResults*hybridctx.MaxMaskLen
+}
 
 func (a *app) demoCommand() *cobra.Command {
 	var o demoFlags
@@ -120,6 +141,13 @@ func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
 	if err := o.retrieval.apply(&hybridctx.Policy{}); err != nil {
 		return err
 	}
+	if floor := demoHistoryFloor(o.threshold); o.history > 0 && o.history < floor {
+		if cmd.Flags().Changed("history-budget") {
+			return usagef("--history-budget %d cannot be met at --threshold %d: a result of the scenario then stays inline, "+
+				"and the %d most recent results stay whole; give at least %d (or 0)", o.history, o.threshold, demoKeepRecent, floor)
+		}
+		o.history = floor
+	}
 	owner, err := a.demoOwner(cmd)
 	if err != nil {
 		return err
@@ -162,12 +190,14 @@ func (a *app) demo(cmd *cobra.Command, o demoFlags) error {
 		return internal("demo", err)
 	}
 	res, err := run.play(ctx)
-	if err != nil {
+	if errors.Is(err, loop.ErrInvariant) {
+		// The demo's own check failed: an internal error, never storage.
+		return &exitError{code: ExitInternal, msg: "demo: " + err.Error(), err: err, category: &catInternal}
+	} else if err != nil {
 		return internal("demo", err)
 	}
 	size := run.size()
-	rep := summary.Report()
-	rep.History = run.compactions.Report().History
+	rep := summary.Report() // its history counts the steps' history_compaction events
 	if a.json {
 		return a.writeJSON(demoJSON{RunID: runID, Final: res.Final, Turns: run.turns, ToolCalls: run.calls,
 			History: size, Summary: rep})
@@ -186,8 +216,6 @@ type demoRun struct {
 	subs     []*loop.History
 	turns    int
 	calls    int
-	// compactions counts the history budget's steps (only those).
-	compactions *sink.Summary
 }
 
 func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
@@ -215,14 +243,13 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 		return nil, err
 	}
 	read := tools.Read()
-	r := &demoRun{compactions: sink.NewSummary()}
+	r := &demoRun{}
 	delegate, err := loop.DelegateTool(loop.DelegateOptions{
 		AgentID:     demoSubAgent,
 		Description: "Hand a task to a research sub-agent that can read the test report.",
 		New: func(_ context.Context, task string) (*loop.Loop, *loop.History, error) {
 			l, err := loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(demoSubScript(tools.Query().Name())...),
-				Middleware: mw, Tools: append(demoSubTools(), tools.Search().Tool(), tools.Query().Tool()), ReadTool: read,
-				Compaction: r.compactions})
+				Middleware: mw, Tools: append(demoSubTools(), tools.Search().Tool(), tools.Query().Tool()), ReadTool: read})
 			if err != nil {
 				return nil, nil, err
 			}
@@ -240,8 +267,7 @@ func newDemoRun(binding *hybridctx.Binding, o demoFlags) (*demoRun, error) {
 		return nil, err
 	}
 	r.root, err = loop.NewLoop(loop.Config{Model: loop.NewScriptedModel(demoRootScript(read.Name(), tools.Search().Name())...),
-		Middleware: mw, Tools: append(demoTools(), delegate, tools.Search().Tool(), tools.Query().Tool()), ReadTool: read,
-		Compaction: r.compactions})
+		Middleware: mw, Tools: append(demoTools(), delegate, tools.Search().Tool(), tools.Query().Tool()), ReadTool: read})
 	if err != nil {
 		return nil, err
 	}
@@ -349,37 +375,9 @@ func writeDemoSummary(w io.Writer, runID string, r *demoRun, size loop.Size, rep
 		pct = 100 * float64(size.Bytes) / float64(size.WithoutOffload)
 	}
 	fmt.Fprintf(w, "run %s: %d agents, %d model turns, %d tool calls\n", runID, rep.Agents, r.turns, r.calls)
-	fmt.Fprintf(w, "history      %s bytes with offload, %s without (%.1f%%)\n", thousands(size.Bytes), thousands(size.WithoutOffload), pct)
-	for _, op := range []hybridctx.Operation{hybridctx.OpOffload, hybridctx.OpRehydration} {
-		var parts []string
-		for o := hybridctx.Outcome(1); o.Operation() != 0; o++ {
-			if n := rep.Outcomes[o]; n > 0 && o.Operation() == op {
-				parts = append(parts, fmt.Sprintf("%s %d", o, n))
-			}
-		}
-		fmt.Fprintf(w, "%-12s %s\n", op, strings.Join(parts, ", "))
-	}
-	fmt.Fprintf(w, "bytes        %s kept out of context, %s rehydrated, largest inline result %s\n",
-		thousands(rep.BytesKeptOutOfContext), thousands(rep.BytesRehydrated), thousands(rep.LargestInlineBytes))
-	if h := rep.History; h.Compactions > 0 {
-		fmt.Fprintf(w, "compaction   %d %s masked %d tool results to references, %s bytes out of the history (nothing lost)\n",
-			h.Compactions, plural(int64(h.Compactions), "step"), h.Masked, thousands(h.BytesTakenOut))
-	}
-	fmt.Fprintf(w, "invariant    ok: no tool message holds a body over the %s-byte threshold\n", thousands(threshold))
-}
-
-// thousands formats n with comma separators.
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
+	fmt.Fprintf(w, "history      %s bytes with offload, %s without (%.1f%%)\n", sink.Thousands(size.Bytes), sink.Thousands(size.WithoutOffload), pct)
+	_ = rep.WriteText(w) // the summary's own lines, as the ui page shows them
+	fmt.Fprintf(w, "invariant    ok: no tool message holds a body over the %s-byte threshold\n", sink.Thousands(threshold))
 }
 
 // statusLine is a sink drawing one live status line on a terminal.
@@ -392,9 +390,12 @@ type statusLine struct {
 
 // Emit implements hybridctx.Sink; it runs after the summary saw the event.
 func (s *statusLine) Emit(_ context.Context, e *hybridctx.Event) error {
+	if e.Diagnostics == nil {
+		return nil // a compaction step: no decision to count
+	}
 	rep := s.summary.Report()
 	line := fmt.Sprintf("hybridctx demo · %s · %d decisions · %s bytes kept out of context · %s rehydrated",
-		e.AgentID, rep.Events, thousands(rep.BytesKeptOutOfContext), thousands(rep.BytesRehydrated))
+		e.AgentID, rep.Events, sink.Thousands(rep.BytesKeptOutOfContext), sink.Thousands(rep.BytesRehydrated))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.drawn = true

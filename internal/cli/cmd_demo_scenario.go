@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/hybridctx/hybridctx/agent"
 	"github.com/hybridctx/hybridctx/agent/loop"
@@ -23,9 +25,15 @@ const (
 	demoSuites     = 400
 	demoSubAgent   = "researcher"
 	demoKeepRecent = 2
-	demoTask       = "Summarize the failing suites of the nightly test report."
-	demoQuestion   = "The nightly build failed. Find out why, and whether the tests are affected."
-	demoAnswer     = "The nightly build failed because the linker ran out of memory (ld was killed by signal 9 " +
+	// demoLogBytes and demoReportBytes are the sizes of the long build log
+	// and of the test report (TestDemoResultSizes checks them);
+	// demoMaxToolResults bounds the tool results of one history.
+	demoLogBytes       = 1058471
+	demoReportBytes    = 27467
+	demoMaxToolResults = 16
+	demoTask           = "Summarize the failing suites of the nightly test report."
+	demoQuestion       = "The nightly build failed. Find out why, and whether the tests are affected."
+	demoAnswer         = "The nightly build failed because the linker ran out of memory (ld was killed by signal 9 " +
 		"while linking the server binary); the 3 failing test suites are all link steps of the same target, " +
 		"so the tests themselves are not affected. Raising the build runner's memory limit fixes both."
 )
@@ -127,13 +135,56 @@ func demoSubTools() []agent.Tool {
 	}}
 }
 
-// onLatest is a step calling tool with args plus the newest stored
-// result's reference, saying why, as a model would after reading a notice.
-func onLatest(tool, why string, args map[string]any) loop.Step {
+// errInline is returned by a step that reads a stored result when the
+// result it would read stayed inline (a threshold above its size): the
+// model has it in full, so the step, and the ones after it that read the
+// same result (skip), give way to the next (see skippable).
+type errInline struct{ skip int }
+
+func (e errInline) Error() string { return "the result stayed inline" }
+
+// skippable plays steps in order as one script, passing over the steps an
+// errInline skips.
+func skippable(steps ...loop.Step) []loop.Step {
+	var mu sync.Mutex
+	next := 0
+	play := func(h []loop.Message) (loop.Reply, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		for next < len(steps) {
+			r, err := steps[next](h)
+			next++
+			var inline errInline
+			if errors.As(err, &inline) {
+				next += inline.skip
+				continue
+			}
+			return r, err
+		}
+		return loop.Reply{}, loop.ErrScriptEnded
+	}
+	out := make([]loop.Step, len(steps))
+	for i := range out {
+		out[i] = play
+	}
+	return out
+}
+
+// onLatest is a step calling tool with args plus the reference of the
+// newest tool result, saying why, as a model would after reading a notice.
+// When that result stayed inline, it skips itself and the next skip steps.
+func onLatest(tool, why string, args map[string]any, skip int) loop.Step {
 	return func(h []loop.Message) (loop.Reply, error) {
-		ref, ok := loop.LatestReference(h)
-		if !ok {
+		last := len(h) - 1
+		for last >= 0 && h[last].Role != loop.RoleTool {
+			last--
+		}
+		if last < 0 {
 			return loop.Reply{}, loop.ErrNoReference
+		}
+		ref, ok := loop.LatestReference(h[last:])
+		if !ok {
+			return loop.Reply{}, errInline{skip}
 		}
 		a := map[string]any{"reference": ref.String()}
 		for k, v := range args {
@@ -146,7 +197,8 @@ func onLatest(tool, why string, args map[string]any) loop.Step {
 var matchLine = regexp.MustCompile(`(?m)^(\d+):`)
 
 // readAroundMatch is a step reading, with the read tool's line mode, the
-// lines around the first match the last search answered with.
+// lines around the first match the last search answered with, in the
+// newest stored result.
 func readAroundMatch(read string, before, count int64) loop.Step {
 	return func(h []loop.Message) (loop.Reply, error) {
 		var line int64
@@ -160,15 +212,20 @@ func readAroundMatch(read string, before, count int64) loop.Step {
 		if line == 0 {
 			line = before + 1 // the search was refused: read from the start
 		}
-		return onLatest(read, "Reading the lines around the error.",
-			map[string]any{"start_line": max(1, line-before), "line_count": count})(h)
+		ref, ok := loop.LatestReference(h)
+		if !ok {
+			return loop.Reply{}, loop.ErrNoReference
+		}
+		a := map[string]any{"reference": ref.String(), "start_line": max(1, line-before), "line_count": count}
+		return loop.Reply{Content: "Reading the lines around the error.", ToolCalls: []loop.ToolCall{{Name: read, Arguments: jsonArgs(a)}}}, nil
 	}
 }
 
 // demoRootScript is the root agent's script: it finds the failing line by
-// searching the stored log, not by paging through it.
+// searching the stored log, not by paging through it (and reads it inline
+// when a threshold over its size keeps it there).
 func demoRootScript(read, search string) []loop.Step {
-	return []loop.Step{
+	return skippable(
 		// The short logs of three earlier nights first; tonight's long log
 		// then takes the history over its budget, and the two oldest are
 		// masked.
@@ -176,23 +233,23 @@ func demoRootScript(read, search string) []loop.Step {
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": 38})),
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": 40})),
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})),
-		onLatest(search, "Searching the stored log for the error.", map[string]any{"pattern": "error", "context_lines": 1}),
+		onLatest(search, "Searching the stored log for the error.", map[string]any{"pattern": "error", "context_lines": 1}, 1),
 		readAroundMatch(read, 5, 9),
 		loop.CallTool("ticket", jsonArgs(map[string]string{"id": "BUILD-1423"})),
 		loop.CallTool("delegate", jsonArgs(map[string]string{"task": demoTask})),
 		loop.CallTool("build_log", jsonArgs(map[string]int{"lines": demoBuildLines})), // again: existing reference
 		loop.Say(demoAnswer),
-	}
+	)
 }
 
 // demoSubScript is the sub-agent's script: it asks the stored JSON report
-// for the failing suites.
+// for the failing suites (or reads them inline).
 func demoSubScript(query string) []loop.Step {
-	return []loop.Step{
+	return skippable(
 		loop.CallTool("test_report", jsonArgs(map[string]int{"suites": demoSuites})),
 		onLatest(query, "Querying the report for the failing suites.",
-			map[string]any{"filter": ".[] | select(.failures > 0) | {name, failure}"}),
-		loop.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, " +
+			map[string]any{"filter": ".[] | select(.failures > 0) | {name, failure}"}, 0),
+		loop.Say("3 of 400 suites failed: suite/003-link, suite/103-link and suite/203-link, "+
 			"each with \"link step failed: ld killed by signal 9\"; every other suite passed."),
-	}
+	)
 }

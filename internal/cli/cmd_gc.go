@@ -37,7 +37,8 @@ Output: one summary line; with --json one object of counts:
   {"dry_run": B, "records_deleted": N, "bodies_scanned": N,
    "bodies_deleted": N, "bytes_deleted": N, "bodies_referenced": N,
    "bodies_recent": N}
-(bodies_referenced and bodies_recent count the bodies kept for each reason).
+(bodies_referenced counts the bodies a record keeps, bodies_recent those
+nothing but their age within --grace keeps).
 `
 
 func (a *app) gcCommand() *cobra.Command {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -16,6 +17,7 @@ import (
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/mcpproxy"
 	"github.com/hybridctx/hybridctx/sink"
+	"github.com/hybridctx/hybridctx/workspace"
 )
 
 // Defaults of the mcp command.
@@ -41,13 +43,22 @@ results. Smaller blocks pass unchanged, until together they exceed
 one by one until the rest fits.
 
 --listen ADDR serves MCP clients over Streamable HTTP at http://ADDR/mcp
-instead of standard input and output: each MCP session gets its own owner
-session and upstream (process), ended by DELETE or after --idle-timeout;
-at --max-sessions, a new session ends the least recently used one with no
-request in flight (its client gets 404 and starts anew), and is refused
-(403) only when every session is busy. A loopback address checks Host and Origin;
-any other address needs --token-env NAME, the environment variable holding
-the bearer token every request must carry. --url URL connects to an
+instead of standard input and output: each MCP session gets its own
+upstream (process), ended by DELETE or after --idle-timeout. The owner
+follows the client's credential, not the MCP session, so an evicted or
+restarted client keeps reading its references: without a token (or with
+--token-env) all clients share the proxy's owner, as over stdio; with
+--tokens-file FILE ("SESSION TOKEN" lines, chmod 600) each token's clients
+own the session the file names; --session new gives each MCP session its
+own random session instead (lost when the session ends). At
+--max-sessions (per credential), a new session ends that credential's
+least recently used one with no request in flight (its client gets 404 and
+starts anew), and is refused (403) only when every one is busy; one
+credential opens at most --session-burst sessions at once, then
+--session-rate per second (429 past it). A loopback address checks Host
+and Origin; any other address needs --token-env NAME (the environment
+variable holding the bearer token every request must carry) or
+--tokens-file. --url URL connects to an
 upstream server over HTTP (Streamable HTTP, else HTTP+SSE) instead of
 starting CMD; --header 'Name: value' adds request headers, with ${VAR}
 expanded from the environment.
@@ -57,17 +68,21 @@ offset?, length? | start_line, line_count?, max_bytes?}, search_artifact and
 query_artifact (budget: min(max_bytes, --budget)); --tool-threshold NAME=N
 (repeatable) sets one tool's inline threshold, --preview-bytes N adds the
 first lines of a text result to its notice, --query-max-bytes bounds the
-bodies query_artifact parses. It serves resources/read of
+bodies query_artifact parses. The sessions of one proxy share its query
+slots: 2 queries run at once, up to 30 others wait up to 30 s, the rest
+are refused as busy. It serves resources/read of
 artifact:// URIs (the whole body must fit --budget). Categorical outcomes
 come back as isError tool results saying what to do next.
 
 The owner defaults so one line of client configuration is enough: user = the
-OS user name, workflow = the base name of CMD, session = "default", so a
+OS user name, workflow = the base name of CMD and a short hash of the whole
+command line ("python3-1a2b3c4d": two servers run by one launcher are two
+owners), session = "default", so a
 client that restarts the proxy (a resumed conversation) still reads the
 references in its history. --session NAME (or HYBRIDCTX_SESSION) pins
 another; --session new gives each proxy process a fresh random session, so
 concurrent conversations never read each other's results. With --listen,
-each MCP session gets a fresh random session unless --session NAME pins one.
+see above.
 
 Progress events, and one run summary line when the client leaves, go to
 --events FILE (or standard error with "-"), never to standard output. The
@@ -104,6 +119,7 @@ Example MCP client configuration:
 type mcpFlags struct {
 	threshold, budget, maxBytes, resultThreshold int64
 	maxMessage                                   int
+	config                                       string // --config: the gateway's file
 	retrieval                                    retrievalFlags
 	tokens                                       mcpTokenFlags
 	http                                         mcpHTTPFlags
@@ -114,7 +130,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "mcp [--threshold N] [--budget N] [--listen ADDR] (--url URL | [--] CMD [ARGS...])",
 		Short: "Run an MCP server behind a proxy that bounds its tool results",
-		Long:  mcpLong + mcpTokensLong,
+		Long:  mcpLong + mcpGatewayLong + mcpTokensLong,
 		Args:  cobra.ArbitraryArgs,
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error { return a.mcp(cmd, args, o) })
@@ -128,6 +144,7 @@ func (a *app) mcpCommand() *cobra.Command {
 	f.Int64Var(&o.budget, "budget", DefaultMCPBudget, "most bytes one read_artifact call or resources/read returns (> 0)")
 	f.Int64Var(&o.maxBytes, "max-bytes", 0, "largest block that is stored (0: 1 GiB); a larger one gets a failure notice")
 	f.IntVar(&o.maxMessage, "max-message", mcpproxy.DefaultMaxMessageBytes, "largest message accepted from the server or the client, in bytes (> 0); a larger one gets a JSON-RPC error")
+	f.StringVar(&o.config, "config", "", "run a gateway in front of every MCP server this file names (the clients' mcpServers format; docs/gateway.md)")
 	o.retrieval.register(f, true)
 	o.tokens.register(f)
 	o.http.register(f)
@@ -135,24 +152,28 @@ func (a *app) mcpCommand() *cobra.Command {
 }
 
 func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
+	// "config" as the first word is reserved (a server named so runs
+	// after "--").
+	if len(args) > 0 && args[0] == "config" && cmd.ArgsLenAtDash() != 0 {
+		return a.mcpConfigImport(args[1:])
+	}
+	if o.config == "" && len(args) == 0 && o.http.url == "" {
+		o.config = a.env.Getenv(EnvMCPConfig)
+	}
+	if o.config != "" {
+		if len(args) > 0 {
+			return usagef("give either --config or a command, not both")
+		}
+		return a.mcpGateway(cmd, o.config, o)
+	}
 	if err := o.validate(cmd, args); err != nil {
 		return err
 	}
-	name := o.http.url
-	if len(args) > 0 {
-		name = args[0]
-	}
-	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes, ResultThreshold: o.resultThreshold}
-	if err := o.retrieval.apply(&policy); err != nil {
+	policy, err := o.policy()
+	if err != nil {
 		return err
 	}
-	if err := o.tokens.apply(&policy); err != nil {
-		return err
-	}
-	if err := policy.Validate(); err != nil {
-		return usagef("--threshold/--max-bytes: %v", err)
-	}
-	owner, err := a.mcpOwner(cmd, name)
+	owner, err := a.mcpOwner(cmd, workflowName(o.http.url, args))
 	if err != nil {
 		return err
 	}
@@ -160,36 +181,25 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	token, err := a.mcpToken(o.http)
+	creds, err := a.mcpCredentials(o.http)
 	if err != nil {
 		return err
 	}
-	// The events file first: a usage error in --events must not leave a
-	// workspace created behind.
-	rep, finish, abandon, err := a.mcpReporter(cmd)
+	ctx, store, rep, done, err := a.mcpHost(cmd)
 	if err != nil {
 		return err
 	}
-	ctx, store, release, err := a.hostSession(cmd, false)
+	defer done()
+	logger := a.warnLogger()
+	// one limiter for the process: every session's queries share it
+	queries, err := hybridctx.NewQueryLimiter(0, 0)
 	if err != nil {
-		abandon()
-		return err
+		return internal("mcp", err)
 	}
-	defer release()
-	defer finish()
-	logger := slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	newProxy := func(owner artifact.Owner) (*mcpproxy.Proxy, error) {
-		binding, err := hybridctx.NewBinding(owner, store)
+		_, off, reh, err := mcpBind(owner, store, policy, o.retrieval.rehydratorOptions(queries))
 		if err != nil {
-			return nil, usagef("%v", err)
-		}
-		off, err := hybridctx.NewOffloader(binding, policy, nil)
-		if err != nil {
-			return nil, usagef("%v", err)
-		}
-		reh, err := hybridctx.NewRehydrator(binding, o.retrieval.rehydratorOptions())
-		if err != nil {
-			return nil, internal("mcp", err)
+			return nil, err
 		}
 		proxy, err := mcpproxy.NewProxy(off, reh, &mcpproxy.Options{Budget: o.budget, Reporter: rep, Logger: logger, TempDir: store.TempDir()})
 		if err != nil {
@@ -198,7 +208,7 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 		return proxy, nil
 	}
 	if o.http.listen != "" {
-		return a.mcpListen(ctx, cmd, o.http, o.maxMessage, token, owner, newProxy, upstream)
+		return a.mcpListen(ctx, cmd, o.http, o.maxMessage, creds, owner, newProxy, upstream)
 	}
 	proxy, err := newProxy(owner)
 	if err != nil {
@@ -206,6 +216,44 @@ func (a *app) mcp(cmd *cobra.Command, args []string, o mcpFlags) error {
 	}
 	client := &mcpproxy.Stream{Reader: a.env.Stdin, Writer: a.env.Stdout, MaxMessageBytes: o.maxMessage}
 	return mcpExit(proxy.Run(ctx, upstream(), client))
+}
+
+// policy is the Policy the flags ask for, or a usage error.
+func (o *mcpFlags) policy() (hybridctx.Policy, error) {
+	policy := hybridctx.Policy{InlineThreshold: o.threshold, MaxArtifactBytes: o.maxBytes, ResultThreshold: o.resultThreshold}
+	if err := o.retrieval.apply(&policy); err != nil {
+		return policy, err
+	}
+	if err := o.tokens.apply(&policy); err != nil {
+		return policy, err
+	}
+	if err := policy.Validate(); err != nil {
+		return policy, usagef("--threshold/--max-bytes: %v", err)
+	}
+	return policy, nil
+}
+
+// mcpBind binds owner to store and returns the binding with its Offloader
+// under policy and its Rehydrator: what one proxy, or the gateway, serves.
+func mcpBind(owner artifact.Owner, store *workspace.Store, policy hybridctx.Policy, reh *hybridctx.RehydratorOptions) (*hybridctx.Binding, *hybridctx.Offloader, *hybridctx.Rehydrator, error) {
+	binding, err := hybridctx.NewBinding(owner, store)
+	if err != nil {
+		return nil, nil, nil, usagef("%v", err)
+	}
+	off, err := hybridctx.NewOffloader(binding, policy, nil)
+	if err != nil {
+		return nil, nil, nil, usagef("%v", err)
+	}
+	r, err := hybridctx.NewRehydrator(binding, reh)
+	if err != nil {
+		return nil, nil, nil, internal("mcp", err)
+	}
+	return binding, off, r, nil
+}
+
+// warnLogger logs warnings and errors to standard error.
+func (a *app) warnLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(a.env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // mcpExit maps the end of a proxy run to the command's exit.
@@ -251,9 +299,9 @@ const DefaultMCPSession = "default"
 const NewMCPSession = "new"
 
 // mcpOwner resolves the proxy's owner: flags, then the environment, then the
-// defaults (OS user name, base name of the server command, the fixed session
-// DefaultMCPSession; NewMCPSession means a fresh random one).
-func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, error) {
+// defaults (OS user name, the workflow the server's command line gives, the
+// fixed session DefaultMCPSession; NewMCPSession means a fresh random one).
+func (a *app) mcpOwner(cmd *cobra.Command, workflow string) (artifact.Owner, error) {
 	o := artifact.Owner{
 		User:     a.setting(cmd, "user", a.user, EnvUser),
 		Workflow: a.setting(cmd, "workflow", a.workflow, EnvWorkflow),
@@ -267,7 +315,7 @@ func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, erro
 		o.User = u.Username
 	}
 	if o.Workflow == "" {
-		o.Workflow = workflowName(command)
+		o.Workflow = workflow
 	}
 	switch o.Session {
 	case "":
@@ -279,6 +327,24 @@ func (a *app) mcpOwner(cmd *cobra.Command, command string) (artifact.Owner, erro
 		return o, usagef("%v", err)
 	}
 	return o, nil
+}
+
+// mcpHost opens what a proxy or the gateway serves from: the reporter
+// --events asks for, then the workspace session. done writes the run's
+// summary and releases both.
+func (a *app) mcpHost(cmd *cobra.Command) (ctx context.Context, store *workspace.Store, rep hybridctx.Reporter, done func(), err error) {
+	// The events file first: a usage error in --events must not leave a
+	// workspace created behind.
+	rep, finish, abandon, err := a.mcpReporter(cmd)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	ctx, store, release, err := a.hostSession(cmd, false)
+	if err != nil {
+		abandon()
+		return nil, nil, nil, nil, err
+	}
+	return ctx, store, rep, func() { finish(); release() }, nil
 }
 
 // mcpReporter returns the reporter that --events asks for (nil without it),

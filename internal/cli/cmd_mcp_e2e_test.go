@@ -79,13 +79,13 @@ func (c *countingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 // connectBinary runs the real hybridctx binary as an MCP client would.
-func connectBinary(t *testing.T, opts *mcp.ClientOptions, received *atomic.Int64, args ...string) (*mcp.ClientSession, *bytes.Buffer) {
+func connectBinary(t *testing.T, opts *mcp.ClientOptions, received *atomic.Int64, args ...string) (*mcp.ClientSession, *lockedBuffer) {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
 	cmd := exec.Command(binPath, args...)
-	var stderr bytes.Buffer
+	var stderr lockedBuffer // written by the command's copier while the test reads it
 	cmd.Stderr = &stderr
 	var tr mcp.Transport = &mcp.CommandTransport{Command: cmd}
 	if received != nil {

@@ -2,10 +2,14 @@ package cli
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -18,6 +22,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/hybridctx/hybridctx/artifact"
+	"github.com/hybridctx/hybridctx/internal/httpguard"
 	"github.com/hybridctx/hybridctx/mcpproxy"
 )
 
@@ -26,10 +31,11 @@ const listenIdleTimeout = 2 * time.Minute
 
 // mcpHTTPFlags are the mcp command's HTTP flags (docs/mcp-proxy.md, "HTTP on both sides").
 type mcpHTTPFlags struct {
-	listen, url, tokenEnv string
-	headers, allowOrigins []string
-	maxSessions           int
-	idleTimeout           time.Duration
+	listen, url, tokenEnv, tokensFile string
+	headers, allowOrigins             []string
+	maxSessions, sessionBurst         int
+	sessionRate                       float64
+	idleTimeout                       time.Duration
 }
 
 func (f *mcpHTTPFlags) register(fs *pflag.FlagSet) {
@@ -37,8 +43,11 @@ func (f *mcpHTTPFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.url, "url", "", "connect to an upstream MCP server over HTTP (Streamable HTTP, else HTTP+SSE) instead of starting CMD")
 	fs.StringArrayVar(&f.headers, "header", nil, `add a request header to the upstream, "Name: value" (repeatable; ${VAR} is expanded from the environment)`)
 	fs.StringVar(&f.tokenEnv, "token-env", "", "environment variable holding the bearer token --listen requires (needed off loopback)")
+	fs.StringVar(&f.tokensFile, "tokens-file", "", `file of "SESSION TOKEN" lines: --listen accepts each token, and each SESSION owns what its clients store`)
 	fs.StringArrayVar(&f.allowOrigins, "allow-origin", nil, "accept browser requests from this origin, scheme://host[:port], besides the listener's own (repeatable)")
-	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once (> 0); at the limit a new one ends the least recently used idle one")
+	fs.IntVar(&f.maxSessions, "max-sessions", mcpproxy.DefaultMaxSessions, "most MCP sessions --listen serves at once per credential (> 0); at the limit a new one ends that credential's least recently used idle one")
+	fs.IntVar(&f.sessionBurst, "session-burst", mcpproxy.DefaultSessionBurst, "MCP sessions one credential may open at once before --session-rate applies (> 0)")
+	fs.Float64Var(&f.sessionRate, "session-rate", mcpproxy.DefaultSessionRate, "MCP sessions per second one credential may open after its burst (> 0); more get HTTP 429")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", mcpproxy.DefaultIdleTimeout, "end a --listen session idle this long (> 0)")
 }
 
@@ -66,8 +75,18 @@ func (o mcpFlags) validate(cmd *cobra.Command, args []string) error {
 		return usagef("--max-sessions must be > 0")
 	case f.idleTimeout <= 0:
 		return usagef("--idle-timeout must be > 0")
+	case f.sessionBurst <= 0:
+		return usagef("--session-burst must be > 0")
+	case !(f.sessionRate > 0) || math.IsInf(f.sessionRate, 0):
+		return usagef("--session-rate must be a number > 0")
 	case f.listen == "" && f.tokenEnv != "":
 		return usagef("--token-env needs --listen")
+	case f.listen == "" && f.tokensFile != "":
+		return usagef("--tokens-file needs --listen")
+	case f.tokenEnv != "" && f.tokensFile != "":
+		return usagef("give either --token-env or --tokens-file, not both")
+	case f.tokensFile != "" && cmd.Flags().Changed("session") && cmd.Flags().Lookup("session").Value.String() != NewMCPSession:
+		return usagef("--tokens-file names each token's session; --session NAME cannot pin one too (--session new can)")
 	case f.listen == "" && len(f.allowOrigins) > 0:
 		return usagef("--allow-origin needs --listen")
 	}
@@ -80,20 +99,46 @@ func (o mcpFlags) validate(cmd *cobra.Command, args []string) error {
 		if _, _, err := net.SplitHostPort(f.listen); err != nil {
 			return usagef("--listen must be HOST:PORT (for example 127.0.0.1:8931)")
 		}
-		if !mcpproxy.IsLoopbackAddress(f.listen) && f.tokenEnv == "" {
-			return usagef("--listen off loopback needs a bearer token: --token-env NAME")
+		if !mcpproxy.IsLoopbackAddress(f.listen) && f.tokenEnv == "" && f.tokensFile == "" {
+			return usagef("--listen off loopback needs bearer tokens: --token-env NAME or --tokens-file FILE")
 		}
 	}
 	return nil
 }
 
-// workflowName is the default workflow: the base name of the server
-// command, or the host of its URL.
-func workflowName(server string) string {
-	if u, err := url.Parse(server); err == nil && u.Host != "" && (u.Scheme == "http" || u.Scheme == "https") {
-		return u.Hostname()
+// maxWorkflowBase bounds the name part of a default workflow, so that the
+// whole stays within artifact.MaxOwnerFieldLen.
+const maxWorkflowBase = 200
+
+// workflowName is the default workflow (docs/mcp-proxy.md, "The owner and
+// its session"): the base name of the server command, or the host of its
+// URL, then "-" and the first 8 hex digits of the SHA-256 of the whole
+// command line (each argument length-prefixed) or URL (without user
+// information), so that two servers run by one launcher (python3, npx,
+// uvx) are two owners.
+func workflowName(serverURL string, args []string) string {
+	h := sha256.New()
+	var base string
+	if serverURL != "" {
+		base = serverURL
+		hashed := serverURL
+		if u, err := url.Parse(serverURL); err == nil && u.Hostname() != "" {
+			base = u.Hostname()
+			u.User = nil // a password is no part of which server it is
+			hashed = u.String()
+		}
+		h.Write([]byte(hashed))
+	} else {
+		base = filepath.Base(args[0])
+		for _, a := range args {
+			h.Write(binary.AppendUvarint(nil, uint64(len(a))))
+			h.Write([]byte(a))
+		}
 	}
-	return filepath.Base(server)
+	if len(base) > maxWorkflowBase {
+		base = strings.ToValidUTF8(base[:maxWorkflowBase], "")
+	}
+	return base + "-" + hex.EncodeToString(h.Sum(nil)[:4])
 }
 
 // mcpToken reads the bearer token from the environment variable --token-env
@@ -128,7 +173,7 @@ func (a *app) mcpHeaders(values []string) (http.Header, error) {
 	for _, v := range values {
 		name, value, ok := strings.Cut(v, ":")
 		name = strings.TrimSpace(name)
-		if !ok || !validHeaderName(name) {
+		if !ok || !httpguard.HeaderName(name) {
 			return nil, usagef(`--header must be "Name: value" with a valid header name`)
 		}
 		expanded, err := expandVars(strings.TrimSpace(value), a.env.Getenv)
@@ -141,20 +186,6 @@ func (a *app) mcpHeaders(values []string) (http.Header, error) {
 		h.Add(name, expanded)
 	}
 	return h, nil
-}
-
-// validHeaderName reports whether s is an HTTP token.
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // errUnsetVar is wrapped when a ${VAR} names an unset variable.
@@ -202,24 +233,29 @@ func validVarName(s string) bool {
 }
 
 // mcpListen serves MCP clients over Streamable HTTP until ctx ends: each
-// MCP session gets its own owner session (unless --session pins one) and its
-// own upstream.
-func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags, maxBody int, token string, owner artifact.Owner,
+// MCP session gets its own upstream; the owner follows the client's
+// credential (docs/mcp-proxy.md, "Who owns what a listener stores"): the
+// proxy's own owner without tokens or with --token-env, the file's session
+// name with --tokens-file, a fresh random session per MCP session with
+// --session new.
+func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags, maxBody int, creds []mcpproxy.Credential, owner artifact.Owner,
 	newProxy func(artifact.Owner) (*mcpproxy.Proxy, error), upstream func() mcp.Transport) error {
-	given := a.setting(cmd, "session", a.session, EnvSession)
-	pinned := given != "" && given != NewMCPSession
-	h, err := mcpproxy.NewHTTPHandler(func(context.Context, string) (*mcpproxy.Proxy, mcp.Transport, error) {
+	perSession := a.setting(cmd, "session", a.session, EnvSession) == NewMCPSession
+	h, err := mcpproxy.NewHTTPHandler(func(_ context.Context, _, credential string) (*mcpproxy.Proxy, mcp.Transport, error) {
 		o := owner
-		if !pinned {
+		switch {
+		case perSession:
 			o.Session = randomID()
+		case credential != "": // a --tokens-file session name
+			o.Session = credential
 		}
 		p, err := newProxy(o)
 		if err != nil {
 			return nil, nil, err
 		}
 		return p, upstream(), nil
-	}, &mcpproxy.HTTPOptions{MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Token: token, MaxRequestBytes: int64(maxBody),
-		AllowOrigins: f.allowOrigins})
+	}, &mcpproxy.HTTPOptions{MaxSessions: f.maxSessions, IdleTimeout: f.idleTimeout, Credentials: creds, MaxRequestBytes: int64(maxBody),
+		AllowOrigins: f.allowOrigins, SessionBurst: f.sessionBurst, SessionRate: f.sessionRate})
 	if errors.Is(err, mcpproxy.ErrInvalidOrigin) {
 		return usagef("--allow-origin: each must be scheme://host[:port], for example http://localhost:5173")
 	} else if err != nil {
@@ -256,6 +292,12 @@ func (a *app) mcpListen(ctx context.Context, cmd *cobra.Command, f mcpHTTPFlags,
 	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return internal("mcp", serveErr)
+	}
+	// Stopped by SIGINT or SIGTERM: the exit code says so (130, 143), as
+	// for every command (exit.go).
+	var sig *SignalError
+	if errors.As(context.Cause(ctx), &sig) {
+		return internal("mcp", ctx.Err())
 	}
 	return nil
 }

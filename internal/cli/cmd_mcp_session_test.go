@@ -151,6 +151,7 @@ func TestMCPInspectorOneProcessPerCall(t *testing.T) {
 // the client as at most --result-threshold + 1 KiB, and query_artifact with
 // .[i] reads block i back exactly.
 func TestMCPWholeResultBound(t *testing.T) {
+	skipUnlessLong(t)
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
@@ -189,14 +190,15 @@ func TestMCPWholeResultBound(t *testing.T) {
 	}
 }
 
-// --listen gives each MCP session its own owner session, with or without
-// --session new; --session NAME pins one for all.
+// --listen without tokens has one owner for all its MCP sessions (the
+// default session, or the one --session NAME pins); --session new gives
+// each MCP session its own.
 func TestMCPListenSessions(t *testing.T) {
 	bin := mcpServerBin(t)
 	for _, tc := range []struct {
 		session string
 		shared  bool
-	}{{"", false}, {"new", false}, {"pinned", true}} {
+	}{{"", true}, {"new", false}, {"pinned", true}} {
 		args := []string{"--workspace", newWorkspace(t), "--threshold", "100"}
 		if tc.session != "" {
 			args = append(args, "--session", tc.session)

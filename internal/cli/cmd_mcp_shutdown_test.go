@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -134,8 +135,8 @@ func TestMCPKilledProxyLeavesNoServer(t *testing.T) {
 	waitGone(t, "upstream server", server)
 }
 
-// SIGTERM: the stdio proxy closes its upstream, writes the run summary and
-// exits 143; --listen stops too.
+// SIGTERM: the proxy, over stdio or --listen, closes its upstreams, writes
+// the run summary and exits 143, the code its help lists.
 func TestMCPSIGTERM(t *testing.T) {
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -198,5 +199,11 @@ func TestMCPSIGTERM(t *testing.T) {
 			t.Fatalf("listen=%v: no run summary: %q; stderr %s", listen, lines, stderr.String())
 		}
 		t.Logf("listen=%v: stopped %v after SIGTERM, exit %d", listen, took.Round(time.Millisecond), cmd.ProcessState.ExitCode())
+		if code := cmd.ProcessState.ExitCode(); code != ExitTerminated || !strings.Contains(stderr.String(), "interrupted by SIGTERM") {
+			t.Fatalf("listen=%v: exit %d, stderr %q; want %d", listen, code, stderr.String(), ExitTerminated)
+		}
+		if !slices.Contains(commandExits["mcp"], ExitTerminated) {
+			t.Fatal("the mcp help does not list the exit code of SIGTERM")
+		}
 	}
 }

@@ -23,6 +23,7 @@ func TestMCPTokenFlagErrors(t *testing.T) {
 		"result-threshold-tokens 1e3":      {[]string{"--result-threshold-tokens", "1e3"}, "--result-threshold-tokens: the value is not a whole number"},
 		"unknown tokenizer":                {[]string{"--tokenizer", "p50k_base", "--threshold-tokens", "10"}, `--tokenizer "p50k_base": want estimate (bytes/4), o200k_base or cl100k_base`},
 		"empty-looking tokenizer":          {[]string{"--tokenizer", " "}, `--tokenizer " "`},
+		"64MiB counted under o200k_base":   {[]string{"--threshold", "67108864", "--threshold-tokens", "25000", "--tokenizer", "o200k_base"}, "the byte threshold must be at most 1048576 bytes, not 67108864"},
 	}
 	for name, c := range cases {
 		args := append(append([]string{"mcp", "--workspace", "mem://"}, c.args...), "--", "x")
@@ -34,7 +35,7 @@ func TestMCPTokenFlagErrors(t *testing.T) {
 }
 
 // TestMCPTokenFlagsApply: the policy each combination makes; a token flag
-// alone counts with the estimate; --tokenizer alone only adds ≈tokens to
+// alone counts with the estimate; --tokenizer alone only adds the token count to
 // notices.
 func TestMCPTokenFlagsApply(t *testing.T) {
 	for _, c := range []struct {
@@ -83,6 +84,7 @@ func resultText(t *testing.T, res *mcp.CallToolResult) string {
 // --threshold-tokens stores a block within --threshold bytes that is over
 // its token bound, and keeps one within both.
 func TestMCPResultThresholdTokens(t *testing.T) {
+	skipUnlessLong(t)
 	bin := mcpServerBin(t)
 	o200k, err := bpe.New(bpe.O200kBase)
 	if err != nil {

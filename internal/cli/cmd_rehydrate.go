@@ -86,8 +86,7 @@ func (a *app) rehydrate(cmd *cobra.Command, ref string, o rehydrateFlags) error 
 		return err
 	}
 	defer closeSession()
-	req := hybridctx.Request{Reference: ref, Budget: o.budget, Offset: o.offset, Length: o.length,
-		Source: hybridctx.SourceToolRequest}
+	req := hybridctx.Request{Reference: ref, Budget: o.budget, Offset: o.offset, Length: o.length}
 	if a.json {
 		r, err := h.Rehydrate(ctx, req)
 		if err != nil {
@@ -121,8 +120,7 @@ func (a *app) rehydrateLines(cmd *cobra.Command, ref string, o rehydrateFlags) e
 	case f.Changed("line-count") && o.lineCount < 1:
 		return usagef("--line-count must be >= 1")
 	}
-	req := hybridctx.LinesRequest{Reference: ref, Budget: o.budget, StartLine: o.startLine, LineCount: o.lineCount,
-		Source: hybridctx.SourceToolRequest}
+	req := hybridctx.LinesRequest{Reference: ref, Budget: o.budget, StartLine: o.startLine, LineCount: o.lineCount}
 	return a.view(cmd, nil, func(ctx context.Context, h *hybridctx.Rehydrator) (*hybridctx.Rehydration, error) {
 		return h.ReadLines(ctx, req)
 	})

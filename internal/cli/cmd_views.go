@@ -101,8 +101,7 @@ func (a *app) searchCommand() *cobra.Command {
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error {
 		req := hybridctx.SearchRequest{Reference: args[0], Pattern: args[1], Budget: o.budget, Regex: o.regex,
-			IgnoreCase: o.ignoreCase, ContextLines: o.context, MaxMatches: o.maxMatches, Skip: o.skip,
-			Source: hybridctx.SourceToolRequest}
+			IgnoreCase: o.ignoreCase, ContextLines: o.context, MaxMatches: o.maxMatches, Skip: o.skip}
 		if err := needBudget(cmd, "search", o.budget); err != nil {
 			return err
 		}
@@ -136,8 +135,7 @@ func (a *app) queryCommand() *cobra.Command {
 		Args:  cobra.ExactArgs(2),
 	}
 	cmd.RunE = a.run(func(cmd *cobra.Command, args []string) error {
-		req := hybridctx.QueryRequest{Reference: args[0], Filter: args[1], Budget: o.budget, Skip: o.skip,
-			Source: hybridctx.SourceToolRequest}
+		req := hybridctx.QueryRequest{Reference: args[0], Filter: args[1], Budget: o.budget, Skip: o.skip}
 		if err := needBudget(cmd, "query", o.budget); err != nil {
 			return err
 		}
@@ -264,6 +262,9 @@ func (r *retrievalFlags) apply(p *hybridctx.Policy) error {
 	return nil
 }
 
-func (r *retrievalFlags) rehydratorOptions() *hybridctx.RehydratorOptions {
-	return &hybridctx.RehydratorOptions{QueryMaxBytes: r.queryMaxBytes}
+// rehydratorOptions are the options of each session's Rehydrator: every
+// session of one proxy process shares lim, so that its queries together
+// stay within the process's bound (docs/rehydration.md).
+func (r *retrievalFlags) rehydratorOptions(lim *hybridctx.QueryLimiter) *hybridctx.RehydratorOptions {
+	return &hybridctx.RehydratorOptions{QueryMaxBytes: r.queryMaxBytes, QueryLimiter: lim}
 }

@@ -39,7 +39,7 @@ func TestDemoText(t *testing.T) {
 		"hybridctx    tool [masked]             artifact://sha256/",
 		"compaction   1 step masked 2 tool results to references",
 		"rehydration  resolved 3\n",
-		"977 rehydrated",
+		"975 rehydrated",
 		"invariant    ok",
 	} {
 		if !strings.Contains(r.stdout, want) {
@@ -105,7 +105,7 @@ func TestDemoJSONAndRepeat(t *testing.T) {
 	ws := newWorkspace(t)
 	first := demoJSONRun(t, "--workspace", ws, "--session", "fixed", "--run-id", "run-a")
 	if first.RunID != "run-a" || first.Turns != 13 || first.ToolCalls != 11 || first.Summary.Events != 16 || first.Summary.Agents != 2 ||
-		first.Summary.Rehydrated != 977 || !strings.HasPrefix(first.Final, "The nightly build failed because the linker ran out of memory") {
+		first.Summary.Rehydrated != 975 || !strings.HasPrefix(first.Final, "The nightly build failed because the linker ran out of memory") {
 		t.Fatalf("first run %+v", first)
 	}
 	if first.History.Bytes*100 > first.History.WithoutOffload || first.Summary.Outcomes["offloaded"] != 4 {
@@ -126,12 +126,13 @@ func TestDemoEvents(t *testing.T) {
 		t.Fatal("the owner reached the output")
 	}
 	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	if len(lines) != 16 {
-		t.Fatalf("%d event lines:\n%s", len(lines), r.stderr)
+	if len(lines) != 17 {
+		t.Fatalf("%d event lines (16 decisions and one compaction step):\n%s", len(lines), r.stderr)
 	}
-	children := 0
+	children, steps := 0, 0
 	for i, l := range lines {
 		var ev struct {
+			Type     string  `json:"type"`
 			Sequence int     `json:"sequence"`
 			RunID    string  `json:"run_id"`
 			Agent    string  `json:"agent_id"`
@@ -143,6 +144,16 @@ func TestDemoEvents(t *testing.T) {
 		}
 		if ev.Sequence != i+1 || ev.RunID != "r1" {
 			t.Fatalf("line %d: %s", i, l)
+		}
+		if ev.Type == string(hybridctx.HistoryCompaction) {
+			// The root agent's history budget steps once, masking two
+			// results: the cached prefix is invalidated.
+			steps++
+			e, err := hybridctx.ParseEvent([]byte(l))
+			if err != nil || ev.Agent != AgentID || e.Compaction.ResultsMasked() != 2 || !e.Compaction.InvalidatesCachedPrefix() ||
+				e.Compaction.OverBudget() || e.Compaction.After().Bytes >= e.Compaction.Before().Bytes {
+				t.Fatalf("compaction event %s: %v", l, err)
+			}
 		}
 		switch ev.Agent {
 		case AgentID:
@@ -158,8 +169,8 @@ func TestDemoEvents(t *testing.T) {
 			t.Fatalf("agent %q", ev.Agent)
 		}
 	}
-	if children != 3 {
-		t.Fatalf("%d child events, want 3", children)
+	if children != 3 || steps != 1 {
+		t.Fatalf("%d child events, want 3; %d compaction steps, want 1", children, steps)
 	}
 }
 

@@ -3,21 +3,18 @@ package cli
 import (
 	"context"
 	"errors"
-	"io/fs"
 	"strings"
-	"syscall"
 
+	"github.com/hybridctx/hybridctx/agent/loop"
 	"github.com/hybridctx/hybridctx/backend"
 	"github.com/hybridctx/hybridctx/workspace"
-	"github.com/hybridctx/hybridctx/workspace/blobstore"
-	"github.com/hybridctx/hybridctx/workspace/dirstore"
-	"github.com/hybridctx/hybridctx/workspace/pgstore"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
 // errorCategory is what an exit-1 or exit-2 line says about its cause: a
-// code for --json and a few words for people. Raw driver, SQLite or OS text
-// never reaches a line; it may name table rows, hosts or paths the operator
-// did not give.
+// code for --json and a few words for people. Raw driver, database or OS
+// text never reaches a line; it may name table rows, hosts or paths the
+// operator did not give.
 type errorCategory struct {
 	code string
 	text string
@@ -79,56 +76,49 @@ func errorCodesHelp() string {
 	return b.String()
 }
 
-// SQLite primary result codes recognized in errors that carry one (the
-// driver's error type has a Code method; it is matched by that method so
-// that this package needs no SQLite import).
-const (
-	sqliteIOErr   = 10
-	sqliteCorrupt = 11
-	sqliteFull    = 13
-	sqliteBusy    = 5
-	sqliteLocked  = 6
-	sqliteNotADB  = 26
-)
-
-// errorCategoryOf classifies err.
+// errorCategoryOf classifies err: by the context and the agent loop's own
+// errors, by the backend selector's, and otherwise by the portable
+// category a driver marked it with (docs/workspace.md, "Error
+// categories"); an error no driver produced (a file the command reads or
+// writes) is categorised by its operating-system cause the same way.
 func errorCategoryOf(err error) errorCategory {
-	var coded interface{ Code() int }
-	sqliteCode := -1
-	if errors.As(err, &coded) {
-		sqliteCode = coded.Code() & 0xff
-	}
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return catInterrupted
+	case errors.Is(err, loop.ErrInvariant), errors.Is(err, loop.ErrNoReference), errors.Is(err, loop.ErrScriptEnded):
+		// The agent loop's own checks and scripts: never storage.
+		return catInternal
 	case errors.Is(err, backend.ErrNoWorkspace):
 		return catNoWorkspace
-	case errors.Is(err, backend.ErrUnavailable):
+	case errors.Is(err, backend.ErrNotBuilt):
 		return catNotBuilt
-	case errors.Is(err, pgstore.ErrUnavailable), errors.Is(err, blobstore.ErrUnavailable):
-		return catUnavailable
-	case errors.Is(err, pgstore.ErrSchema):
-		return catSchema
-	case errors.Is(err, dirstore.ErrWALDeleted):
-		return catWALDeleted
-	case errors.Is(err, workspace.ErrDamaged), sqliteCode == sqliteCorrupt, sqliteCode == sqliteNotADB:
-		return catDamaged
 	case errors.Is(err, workspace.ErrChanged):
 		return catChanged
-	case errors.Is(err, fs.ErrPermission):
-		return catPermission
-	case errors.Is(err, syscall.ENOSPC), sqliteCode == sqliteFull:
-		return catNoSpace
-	case errors.Is(err, syscall.EROFS):
-		return catReadOnly
-	case sqliteCode == sqliteBusy, sqliteCode == sqliteLocked:
-		return catBusy
-	case sqliteCode == sqliteIOErr:
-		return catDatabaseIO
 	case errors.Is(err, errors.ErrUnsupported):
 		return catUnsupported
-	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+	}
+	if driver.Category(err) == nil {
+		err = driver.FromOS(err)
+	}
+	switch {
+	case errors.Is(err, driver.ErrUnavailable):
 		return catUnavailable
+	case errors.Is(err, driver.ErrIncompatible):
+		return catSchema
+	case errors.Is(err, driver.ErrDetached):
+		return catWALDeleted
+	case errors.Is(err, driver.ErrDamaged):
+		return catDamaged
+	case errors.Is(err, driver.ErrPermission):
+		return catPermission
+	case errors.Is(err, driver.ErrNoSpace):
+		return catNoSpace
+	case errors.Is(err, driver.ErrReadOnly):
+		return catReadOnly
+	case errors.Is(err, driver.ErrBusy):
+		return catBusy
+	case errors.Is(err, driver.ErrIO):
+		return catDatabaseIO
 	}
 	return catStorageError
 }

@@ -66,8 +66,8 @@ var commandExits = map[string][]int{
 	"verify":    append([]int{ExitOK, ExitInternal, ExitUsage, ExitDamage}, interrupted...),
 	"gc":        append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
 	"mcp":       append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
+	"ui":        {ExitOK, ExitInternal, ExitUsage},
 	"demo":      append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
-	"bench":     append([]int{ExitOK, ExitInternal, ExitUsage}, interrupted...),
 	"version":   {ExitOK, ExitInternal, ExitUsage},
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -172,5 +173,39 @@ func TestNilEnvAndArgs(t *testing.T) {
 	var out bytes.Buffer
 	if code := Main(t.Context(), []string{"verify", "--workspace", "mem://"}, Env{Stdout: &out}); code != ExitOK || out.Len() == 0 {
 		t.Fatalf("exit %d, stdout %q", code, out.String())
+	}
+}
+
+// TestJSONAfterABadFlag: --json prints the error object on standard output
+// wherever it stands, also after the flag whose value stopped parsing.
+func TestJSONAfterABadFlag(t *testing.T) {
+	ws := newWorkspace(t)
+	ref := "artifact://sha256/" + strings.Repeat("ab", 32)
+	for _, args := range [][]string{
+		host(ws, "--json", "rehydrate", ref, "--budget", "x"),
+		host(ws, "rehydrate", ref, "--budget", "x", "--json"),
+		host(ws, "rehydrate", ref, "--budget", "x", "--json=true"),
+		host(ws, "search", ref, "p", "--no-such-flag", "--json"),
+	} {
+		r := run(t, args...)
+		if r.code != ExitUsage {
+			t.Fatalf("%v: exit %d", args, r.code)
+		}
+		var e struct {
+			Error struct{ Code, Message string } `json:"error"`
+		}
+		if err := json.Unmarshal([]byte(r.stdout), &e); err != nil || e.Error.Code != "usage" ||
+			"hybridctx: "+e.Error.Message+"\n" != r.stderr {
+			t.Errorf("%v: stdout %q (%v), stderr %q", args, r.stdout, err, r.stderr)
+		}
+	}
+	for _, args := range [][]string{
+		host(ws, "rehydrate", ref, "--budget", "x"),
+		host(ws, "rehydrate", ref, "--budget", "x", "--json=false"),
+		host(ws, "rehydrate", ref, "--budget", "x", "--", "--json"),
+	} {
+		if r := run(t, args...); r.code != ExitUsage || r.stdout != "" {
+			t.Errorf("%v: exit %d, stdout %q", args, r.code, r.stdout)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -23,6 +24,8 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/backend"
+	// The command line opens every backend this module ships.
+	_ "github.com/hybridctx/hybridctx/backend/all"
 	"github.com/hybridctx/hybridctx/sink"
 	"github.com/hybridctx/hybridctx/workspace"
 )
@@ -62,6 +65,12 @@ const AgentID = "hybridctx"
 // and returns the process exit code. Errors are printed as one line on
 // env.Stderr prefixed "hybridctx: ".
 func Main(ctx context.Context, args []string, env Env) (code int) {
+	return runProgram(ctx, args, env, "hybridctx", (*app).rootCommand)
+}
+
+// runProgram runs the command tree that build makes for one invocation:
+// Main's, or another program's (RunProgram). name prefixes error lines.
+func runProgram(ctx context.Context, args []string, env Env, name string, build func(*app) *cobra.Command) (code int) {
 	if env.Stdin == nil {
 		env.Stdin = strings.NewReader("")
 	}
@@ -76,7 +85,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			fmt.Fprintln(env.Stderr, "hybridctx: internal error: "+oneLine(fmt.Sprint(p)))
+			fmt.Fprintln(env.Stderr, name+": internal error: "+oneLine(fmt.Sprint(p)))
 			code = ExitInternal
 		}
 	}()
@@ -84,7 +93,7 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		args = []string{} // cobra would read os.Args otherwise
 	}
 	a := &app{env: env}
-	root := a.rootCommand()
+	root := build(a)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)
 	code, msg := exitCode(err)
@@ -92,12 +101,37 @@ func Main(ctx context.Context, args []string, env Env) (code int) {
 		code, msg, err = c, m, &exitError{code: c, msg: m, category: &catInterrupted}
 	}
 	if msg != "" {
-		fmt.Fprintln(env.Stderr, "hybridctx: "+oneLine(msg))
+		fmt.Fprintln(env.Stderr, name+": "+oneLine(msg))
+		if !a.json && code == ExitUsage {
+			// A bad flag stops parsing before a later --json is read.
+			a.json = jsonFlagIn(args)
+		}
 		if a.json && (code == ExitInternal || code == ExitUsage || code == ExitInterrupted || code == ExitTerminated) {
 			a.writeErrorJSON(err, code, msg)
 		}
 	}
 	return code
+}
+
+// jsonFlagIn reports whether args ask for --json before "--", for a usage
+// error that stopped cobra before it read the flag.
+func jsonFlagIn(args []string) bool {
+	on := false
+	for _, arg := range args {
+		if arg == "--" {
+			break
+		}
+		name, value, hasValue := strings.Cut(arg, "=")
+		if name != "--json" {
+			continue
+		}
+		on = true
+		if hasValue {
+			b, err := strconv.ParseBool(value)
+			on = err == nil && b
+		}
+	}
+	return on
 }
 
 // app holds the environment and the global flags of one Main call.
@@ -128,7 +162,8 @@ Global flags may stand anywhere before "--", as --flag value or --flag=value:
   --user, --workflow, --session
                         the owner (env HYBRIDCTX_USER, HYBRIDCTX_WORKFLOW,
                         HYBRIDCTX_SESSION; a flag wins over its variable).
-                        offload, rehydrate, ls and stat need all three.
+                        offload, rehydrate, search, query, ls and stat
+                        need all three.
   --run-id ID           run id of the progress events (default: random per
                         process)
   --events FILE|-       append progress events as JSON Lines to FILE (created
@@ -138,7 +173,7 @@ Global flags may stand anywhere before "--", as --flag value or --flag=value:
                         {"error": {"code", "message"}} there (codes below)
 
 Error lines name the cause by category, never with raw storage or system
-text. Only offload, mcp, demo and bench create a missing workspace; the other
+text. Only offload, mcp and demo create a missing workspace; the other
 commands say "no workspace at PATH" (exit 1).
 `
 
@@ -150,22 +185,11 @@ func (a *app) rootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.CompletionOptions.DisableDefaultCmd = true
-	root.SetIn(a.env.Stdin)
-	root.SetOut(a.env.Stdout)
-	root.SetErr(a.env.Stderr)
-	root.SetFlagErrorFunc(flagError)
-	pf := root.PersistentFlags()
-	pf.StringVar(&a.workspace, "workspace", "", "workspace directory or URL (env "+EnvWorkspace+"; default "+DefaultWorkspace+")")
-	pf.StringVar(&a.user, "user", "", "owner user (env "+EnvUser+")")
-	pf.StringVar(&a.workflow, "workflow", "", "owner workflow (env "+EnvWorkflow+")")
-	pf.StringVar(&a.session, "session", "", "owner session (env "+EnvSession+")")
-	pf.StringVar(&a.runID, "run-id", "", "run id of progress events (default: random per process)")
-	pf.StringVar(&a.events, "events", "", `append progress events as JSON Lines to FILE, or "-" for standard error`)
-	pf.BoolVar(&a.json, "json", false, "machine-readable output")
-	root.AddCommand(a.offloadCommand(), a.rehydrateCommand(), a.lsCommand(), a.statCommand(), a.verifyCommand(), a.demoCommand(), a.benchCommand())
+	a.globalFlags(root)
+	root.AddCommand(a.offloadCommand(), a.rehydrateCommand(), a.lsCommand(), a.statCommand(), a.verifyCommand(), a.demoCommand())
 	root.AddCommand(a.mcpCommand())
 	root.AddCommand(a.gcCommand())
+	root.AddCommand(a.uiCommand())
 	root.AddCommand(a.searchCommand(), a.queryCommand())
 	root.AddCommand(a.versionCommand())
 	root.Flags().BoolVar(&a.version, "version", false, "print the version (with --json, as an object) and exit")
@@ -180,6 +204,24 @@ func (a *app) rootCommand() *cobra.Command {
 		c.Long += "\n" + exitCodesHelp(commandExits[c.Name()])
 	}
 	return root
+}
+
+// globalFlags sets root's streams and flag errors and adds the global
+// flags, persistent over every subcommand.
+func (a *app) globalFlags(root *cobra.Command) {
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.SetIn(a.env.Stdin)
+	root.SetOut(a.env.Stdout)
+	root.SetErr(a.env.Stderr)
+	root.SetFlagErrorFunc(flagError)
+	pf := root.PersistentFlags()
+	pf.StringVar(&a.workspace, "workspace", "", "workspace directory or URL (env "+EnvWorkspace+"; default "+DefaultWorkspace+")")
+	pf.StringVar(&a.user, "user", "", "owner user (env "+EnvUser+")")
+	pf.StringVar(&a.workflow, "workflow", "", "owner workflow (env "+EnvWorkflow+")")
+	pf.StringVar(&a.session, "session", "", "owner session (env "+EnvSession+")")
+	pf.StringVar(&a.runID, "run-id", "", "run id of progress events (default: random per process)")
+	pf.StringVar(&a.events, "events", "", `append progress events as JSON Lines to FILE, or "-" for standard error`)
+	pf.BoolVar(&a.json, "json", false, "machine-readable output")
 }
 
 // run adapts a command body so that every error it returns carries an exit
@@ -229,18 +271,24 @@ func (a *app) requireOwner(cmd *cobra.Command) (artifact.Owner, error) {
 
 // workspaceCreators are the commands that write, and so may create the
 // workspace they are given; every other command needs an existing one.
-var workspaceCreators = map[string]bool{"offload": true, "mcp": true, "demo": true, "bench": true}
+var workspaceCreators = map[string]bool{"offload": true, "mcp": true, "demo": true}
 
 // openWorkspace opens the workspace named by --workspace, the environment or
 // the default; only the commands of workspaceCreators create a missing one.
 // A malformed URL is a usage error; any other failure, including a missing
 // workspace, is exit 1.
 func (a *app) openWorkspace(ctx context.Context, cmd *cobra.Command) (*workspace.Store, error) {
+	return a.openWorkspaceAs(ctx, cmd, workspaceCreators[cmd.Name()])
+}
+
+// openWorkspaceAs is openWorkspace for a command that creates a missing
+// workspace when create is true.
+func (a *app) openWorkspaceAs(ctx context.Context, cmd *cobra.Command, create bool) (*workspace.Store, error) {
 	u := a.setting(cmd, "workspace", a.workspace, EnvWorkspace)
 	if !cmd.Flags().Changed("workspace") && u == "" {
 		u = DefaultWorkspace
 	}
-	s, err := backend.Open(ctx, u, &backend.Options{MustExist: !workspaceCreators[cmd.Name()]})
+	s, err := backend.Open(ctx, u, &backend.Options{MustExist: !create})
 	switch {
 	case err == nil:
 		return s, nil

@@ -205,8 +205,8 @@ func (r *signalRun) exitCode(t *testing.T) int {
 // decided, stored or reported, below and above the threshold.
 func TestSignalBeforeEndOfInputWins(t *testing.T) {
 	iterations := 40
-	if testing.Short() {
-		iterations = 8
+	if testing.Short() || !longRun() {
+		iterations = 8 // the same cases, fewer times: 40 with HYBRIDCTX_TEST_LONG=1
 	}
 	for i := 0; i < iterations; i++ {
 		sig := []syscall.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]

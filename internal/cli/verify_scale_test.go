@@ -21,6 +21,7 @@ import (
 // negative); --repair deletes exactly the damaged bodies; offloading the same
 // contents again restores them and verify is clean.
 func TestVerifyExactDamageAtScale(t *testing.T) {
+	skipUnlessLong(t)
 	const n = 10_000
 	ws := filepath.Join(memDir(t), "ws")
 	rng := rand.New(rand.NewPCG(42, 1))

@@ -2,18 +2,20 @@
 // MCP proxy's long messages (see docs/mcp-proxy.md).
 //
 // A Reader walks one value at a time, checking it exactly as json.Valid
-// does (the nesting depth included, which the Reader tracks itself), and
+// does (the nesting depth included, which the Reader tracks itself) with
+// the package's Tokenizer, the push tokenizer every JSON scan of the
+// module uses (the classifier, the notice's outline, the id scanner), and
 // copies its bytes as written to a Sink (a message skeleton, a spool file,
 // a pipe into the offloader, or nowhere). Only the pieces a caller asks for
 // are held: object keys at the levels it walks, and the small values it
 // takes. A StringReader streams a JSON string's decoded bytes, a B64Reader
-// decodes base64 text as it is read, and an IDScanner finds the id of a
-// message that cannot be read whole.
+// decodes base64 text as it is read, an IDScanner finds the id of a
+// message that cannot be read whole, and EachMember checks a short message
+// and walks its members in one pass.
 package jsonstream
 
 import (
 	"bufio"
-	byteorder "encoding/binary"
 	"encoding/json"
 	"errors"
 	"io"
@@ -45,6 +47,7 @@ func (Discard) WriteByte(byte) error { return nil }
 type Reader struct {
 	br    *bufio.Reader
 	depth int // containers open around the reader's position
+	tok   Tokenizer
 }
 
 // NewReader returns a Reader of br whose input starts inside depth open
@@ -115,29 +118,33 @@ func (j *Reader) punct(w Sink, c byte) error {
 	return w.WriteByte(c)
 }
 
-// Value copies the value at the reader (after whitespace) to w.
+// Value copies the value at the reader (after whitespace) to w. The
+// Tokenizer checks it, started at the reader's depth, and the bytes it
+// consumes are copied as they are, a buffer at a time.
 func (j *Reader) Value(w Sink) error {
-	c, err := j.Next(w)
-	if err != nil {
-		return err
+	j.tok.Reset(j.depth)
+	j.tok.Watch(StopValueEnd, 0)
+	for {
+		b, err := j.br.Peek(1)
+		if len(b) == 0 {
+			if errors.Is(err, io.EOF) && j.tok.Complete() {
+				return nil // a number ended by the input
+			}
+			return EOFBad(err)
+		}
+		b, _ = j.br.Peek(j.br.Buffered())
+		n, ev := j.tok.Scan(b)
+		if ev == Bad {
+			return ErrBadJSON
+		}
+		if _, err := w.Write(b[:n]); err != nil {
+			return err
+		}
+		_, _ = j.br.Discard(n)
+		if ev == ValueEnd {
+			return nil
+		}
 	}
-	switch {
-	case c == '"':
-		return j.Str(w)
-	case c == '{':
-		return j.Members(w, nil, false)
-	case c == '[':
-		return j.Elements(w, nil)
-	case c == '-' || c >= '0' && c <= '9':
-		return j.number(w)
-	case c == 't':
-		return j.literal(w, "true")
-	case c == 'f':
-		return j.literal(w, "false")
-	case c == 'n':
-		return j.literal(w, "null")
-	}
-	return ErrBadJSON
 }
 
 // Members reads the object at the reader ('{' next), copying its
@@ -254,154 +261,10 @@ func (j *Reader) after(w Sink, closing byte) (end bool, err error) {
 // Str copies the string at the reader ('"' next), checking its escapes
 // and that it holds no control character.
 func (j *Reader) Str(w Sink) error {
-	if err := j.punct(w, '"'); err != nil {
-		return err
-	}
-	for {
-		b, err := j.br.Peek(1)
-		if len(b) == 0 {
-			return EOFBad(err)
-		}
-		b, _ = j.br.Peek(j.br.Buffered())
-		if i := plainRaw(b); i > 0 {
-			if _, err := w.Write(b[:i]); err != nil {
-				return err
-			}
-			_, _ = j.br.Discard(i)
-			continue
-		}
-		switch b[0] {
-		case '"':
-			return j.punct(w, '"')
-		case '\\':
-			if err := j.escape(w); err != nil {
-				return err
-			}
-		default:
-			return ErrBadJSON // a control character
-		}
-	}
-}
-
-// escape copies the escape at the reader.
-func (j *Reader) escape(w Sink) error {
-	b, err := j.br.Peek(2)
-	if len(b) < 2 {
+	if b, err := j.br.Peek(1); len(b) == 0 || b[0] != '"' {
 		return EOFBad(err)
 	}
-	n := 2
-	switch b[1] {
-	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-	case 'u':
-		if b, err = j.br.Peek(6); len(b) < 6 {
-			return EOFBad(err)
-		}
-		if hex4(b) < 0 {
-			return ErrBadJSON
-		}
-		n = 6
-	default:
-		return ErrBadJSON
-	}
-	if _, err := w.Write(b[:n]); err != nil {
-		return err
-	}
-	_, _ = j.br.Discard(n)
-	return nil
-}
-
-// plainRaw returns how many bytes at the start of b a string holds as
-// they are: not '"', '\\' or a control character.
-func plainRaw(b []byte) int {
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := byteorder.LittleEndian.Uint64(b[i:])
-		if (hasLess(x, 0x20)|hasZero(x^0x2222222222222222)|hasZero(x^0x5c5c5c5c5c5c5c5c))&0x8080808080808080 != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c < 0x20 || c == '"' || c == '\\' {
-			break
-		}
-	}
-	return i
-}
-
-// number copies the number at the reader.
-func (j *Reader) number(w Sink) error {
-	digits := func() (int, error) {
-		n := 0
-		for {
-			b, err := j.br.Peek(1)
-			if len(b) == 0 && err != nil && !errors.Is(err, io.EOF) {
-				return n, err
-			}
-			if len(b) == 0 || b[0] < '0' || b[0] > '9' {
-				return n, nil
-			}
-			if err := j.punct(w, b[0]); err != nil {
-				return n, err
-			}
-			n++
-		}
-	}
-	optional := func(set string) (bool, error) {
-		b, err := j.br.Peek(1)
-		if len(b) == 0 && err != nil && !errors.Is(err, io.EOF) {
-			return false, err
-		}
-		for i := 0; len(b) > 0 && i < len(set); i++ {
-			if b[0] == set[i] {
-				return true, j.punct(w, b[0])
-			}
-		}
-		return false, nil
-	}
-	if _, err := optional("-"); err != nil {
-		return err
-	}
-	zero, err := optional("0")
-	if err != nil {
-		return err
-	}
-	if !zero {
-		if n, err := digits(); err != nil || n == 0 {
-			return EOFBad(err)
-		}
-	}
-	for _, part := range []string{".", "eE"} {
-		ok, err := optional(part)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			continue // no fraction, or no exponent
-		}
-		if part == "eE" {
-			if _, err := optional("+-"); err != nil {
-				return err
-			}
-		}
-		if n, err := digits(); err != nil || n == 0 {
-			return EOFBad(err)
-		}
-	}
-	return nil
-}
-
-// literal copies true, false or null.
-func (j *Reader) literal(w Sink, lit string) error {
-	b, err := j.br.Peek(len(lit))
-	if len(b) < len(lit) {
-		return EOFBad(err)
-	}
-	if string(b) != lit {
-		return ErrBadJSON
-	}
-	_, _ = j.br.Discard(len(lit))
-	_, err = w.Write(b)
-	return err
+	return j.Value(w)
 }
 
 // Small reads the value at the reader into memory, copying it to w too.

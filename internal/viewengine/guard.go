@@ -14,8 +14,8 @@ import (
 )
 
 // The guard of the query sandbox. gojq runs a filter as a sequence of steps
-// and checks its context between steps, so the time limit and the memory
-// watch act only between steps; and several of its built-in functions
+// and checks its context between steps, so the time limit acts only
+// between steps; and several of its built-in functions
 // recurse over a value on the Go stack, where a value a million levels deep
 // is a fatal stack overflow that no recover can catch. Running the filter in
 // another process would survive that, but a library cannot start itself as
@@ -34,7 +34,7 @@ import (
 //     (contains, inside, indices, array subtraction) at most guardWork
 //     pairs;
 //   - output: a string, array or object a step produces is at most out
-//     bytes, estimated before it is produced (a sixteenth of the memory
+//     bytes, estimated before it is produced (an eighth of the memory
 //     bound); an array index a path assignment creates is bounded likewise;
 //   - numbers: big integers at most guardBits bits, number text at most
 //     guardDigits digits (longer numbers in a document are read as floats);
@@ -43,10 +43,17 @@ import (
 //
 // A refusal cancels the run (so try/catch cannot swallow it): the query
 // ends as view_failed/limit_exceeded. With every step bounded, the time
-// limit holds to within one step, and the memory watch, which stops a run at
-// a third of the memory bound, holds the peak under the bound: one step
-// adds at most a few times out, and a growing array or stack at most
-// doubles what the watch let through.
+// limit holds to within one step. Memory is the query's own account, not
+// the process's heap (other queries run beside it): the guard charges each
+// step's estimated output to the query's meter before the step runs (a
+// string or array it builds, a map entry a path assignment adds, a slot of
+// an array a filter collects, an object it constructs, a call of a function
+// the filter defines, for the interpreter's stack), on top of the decoded
+// document (decode.go), and refuses the step that would take the meter over
+// the query's memory bound. The charges of a run count from its last
+// result: what a filter built for a result it yielded is garbage once
+// yielded, unless a variable still holds it, which at most doubles what the
+// meter lets through.
 const (
 	guardDepth  = 10000
 	guardNodes  = 1 << 22
@@ -68,8 +75,11 @@ const (
 // errGuard is the guard's refusal; the query ends as limit_exceeded.
 var errGuard = errors.New("query step over its bound")
 
-// guard holds the bounds of one compiled query and the run it may cancel.
+// guard holds the bounds of one compiled query, its meter and the run it
+// may cancel.
 type guard struct {
+	meter
+	held    int64           // the meter's charge for the decoded document, kept across results
 	out     int64           // bytes a step may produce
 	ctx     context.Context // the run's: done once it is over its time
 	cancel  context.CancelCauseFunc
@@ -78,8 +88,18 @@ type guard struct {
 }
 
 func newGuard(memory int64) *guard {
-	return &guard{out: max(memory/16, 1<<16)}
+	return &guard{meter: meter{limit: memory}, out: max(memory/8, 1<<16)}
 }
+
+// fits reports whether a step that produces n bytes may run: n within out
+// and within what the query's meter has left; it charges them.
+func (g *guard) fits(n int64) bool {
+	return n <= g.out && g.charge(n)
+}
+
+// newResult ends the charges of the results before: only the document
+// stays charged.
+func (g *guard) newResult() { g.used = g.held }
 
 // refuse records the refusal and cancels the run, so that the next step
 // ends the query whatever the filter does with the error.
@@ -236,7 +256,7 @@ func (g *guard) allowed(kind string, a []any) bool {
 		return true
 	case "sort": // a sort: n log n comparisons
 		for _, v := range a {
-			if s, ok := measure(v, false, 0); !ok || s.nodes > guardSort {
+			if s, ok := measure(v, false, 0); !ok || s.nodes > guardSort || !g.charge(16*s.nodes) {
 				return false
 			}
 		}
@@ -250,7 +270,7 @@ func (g *guard) allowed(kind string, a []any) bool {
 		// compares at every position
 		if s, ok := a[0].(string); ok {
 			sub, _ := a[1].(string)
-			return 24*int64(len(s)+len(sub)) <= g.out && int64(len(s))*int64(max(len(sub), 1)) <= guardWork
+			return int64(len(s))*int64(max(len(sub), 1)) <= guardWork && g.fits(24*int64(len(s)+len(sub)))
 		}
 		return g.pair(a[0], a[1])
 	case "text": // a step that prints a[1] with format a[0]
@@ -258,7 +278,7 @@ func (g *guard) allowed(kind string, a []any) bool {
 			return true // tostring of a string is the string itself
 		}
 		s, ok := measure(a[1], true, g.out)
-		return ok && s.text*formatFactor(a[0]) <= g.out
+		return ok && g.fits(s.text*formatFactor(a[0]))
 	case "plus":
 		return g.plus(a[0], a[1])
 	case "minus":
@@ -278,10 +298,10 @@ func (g *guard) allowed(kind string, a []any) bool {
 		return g.join(a[0], a[1])
 	case "explode":
 		s, _ := a[0].(string)
-		return 24*int64(len(s)) <= g.out
+		return g.fits(24 * int64(len(s)))
 	case "fromjson": // the parsed value, and no number gojq would parse slowly
 		s, _ := a[0].(string)
-		return 16*int64(len(s)) <= g.out && !hasDigitRun([]byte(s), guardDigits+1)
+		return !hasDigitRun([]byte(s), guardDigits+1) && g.fits(16*int64(len(s)))
 	case "tonumber":
 		s, _ := a[0].(string)
 		return len(s) <= guardDigits
@@ -313,9 +333,10 @@ func (g *guard) allowed(kind string, a []any) bool {
 		return g.transpose(a[0])
 	case "strftime":
 		s, _ := a[0].(string)
-		return 64*int64(len(s)) <= g.out
+		return g.fits(64 * int64(len(s)))
 	case "match":
-		return g.match(a[0], a[1], a[2], a[3])
+		s, _ := a[0].(string)
+		return g.match(a[0], a[1], a[2], a[3]) && g.charge(2*int64(len(s))+256)
 	}
 	return false
 }
@@ -330,7 +351,7 @@ func (g *guard) walkable(v any) bool {
 // for each of its values stays within out.
 func (g *guard) sized(v any, per int64) bool {
 	s, ok := measure(v, false, 0)
-	return ok && s.nodes*per <= g.out
+	return ok && g.fits(s.nodes*per)
 }
 
 func (g *guard) pair(x, y any) bool {
@@ -367,21 +388,32 @@ func bits(v any) int {
 }
 
 func (g *guard) plus(x, y any) bool {
+	var a, b, per int64
 	switch x := x.(type) {
 	case string:
-		if y, ok := y.(string); ok {
-			return int64(len(x))+int64(len(y)) <= g.out
+		y, ok := y.(string)
+		if !ok {
+			return g.numbers(x, y, 1)
 		}
+		a, b, per = int64(len(x)), int64(len(y)), 1
 	case []any:
-		if y, ok := y.([]any); ok {
-			return 16*(int64(len(x))+int64(len(y))) <= g.out
+		y, ok := y.([]any)
+		if !ok {
+			return g.numbers(x, y, 1)
 		}
+		a, b, per = int64(len(x)), int64(len(y)), 16
 	case map[string]any:
-		if y, ok := y.(map[string]any); ok {
-			return 64*(int64(len(x))+int64(len(y))) <= g.out
+		y, ok := y.(map[string]any)
+		if !ok {
+			return g.numbers(x, y, 1)
 		}
+		a, b, per = int64(len(x)), int64(len(y)), 64
+	default:
+		return g.numbers(x, y, 1)
 	}
-	return g.numbers(x, y, 1)
+	// charged: what the result adds to the larger operand, which an
+	// accumulator (reduce ... (. + $x)) drops as it grows
+	return per*(a+b) <= g.out && g.charge(per*min(a, b))
 }
 
 func (g *guard) mul(x, y any) bool {
@@ -403,7 +435,8 @@ func (g *guard) repeat(s string, n any) bool {
 	if !ok || math.IsNaN(f) || f <= 0 {
 		return true
 	}
-	return float64(len(s))*math.Ceil(f) <= float64(min(g.out, maxRepeat))
+	size := float64(len(s)) * math.Ceil(f)
+	return size <= float64(min(g.out, maxRepeat)) && g.fits(int64(size))
 }
 
 // split bounds string / string and split/1: the pieces cost a string
@@ -418,7 +451,7 @@ func (g *guard) split(x, y any) bool {
 	if sep != "" {
 		pieces = int64(strings.Count(s, sep)) + 1
 	}
-	return 32*pieces+int64(len(s)) <= g.out
+	return g.fits(32*pieces + int64(len(s)))
 }
 
 func (g *guard) addAll(v any) bool {
@@ -462,7 +495,7 @@ func (g *guard) join(v, sep any) bool {
 		}
 		size += scalarText(x)
 	}
-	return size <= g.out
+	return g.fits(size)
 }
 
 // path bounds a path a step assigns to: at most guardDepth long (the
@@ -495,7 +528,7 @@ func (g *guard) path(p any) bool {
 			add(x)
 		}
 	}
-	return 16*slots <= float64(g.out)
+	return 16*slots <= float64(g.out) && g.fits(int64(16*slots)+costEntry)
 }
 
 func (g *guard) transpose(v any) bool {
@@ -506,5 +539,5 @@ func (g *guard) transpose(v any) bool {
 			longest = max(longest, int64(len(r)))
 		}
 	}
-	return longest*(16*int64(len(vs))+48) <= g.out
+	return g.fits(longest * (16*int64(len(vs)) + 48))
 }

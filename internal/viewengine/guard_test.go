@@ -23,8 +23,8 @@ func runFilter(t testing.TB, body, filter string, lim QueryLimits) Answer {
 // The root package's default limits (DefaultQueryMaxBytes and
 // DefaultQueryMemoryBytes), which the tests run under.
 const (
-	testMaxBytes = 64 << 20
-	testMemory   = 256 << 20
+	testMaxBytes = 16 << 20
+	testMemory   = 64 << 20
 )
 
 var defaultLimits = QueryLimits{MaxBytes: testMaxBytes, Timeout: 2 * time.Second, Memory: testMemory}
@@ -41,7 +41,7 @@ func plainGojq(t *testing.T, body, filter string) (string, bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	docs, _ := decodeJSON([]byte(body))
+	docs, _ := decodeValues([]byte(body), &meter{limit: 1 << 62})
 	var out strings.Builder
 	for _, d := range docs {
 		it := code.Run(d)
@@ -154,6 +154,7 @@ func FuzzQueryFilter(f *testing.F) {
 // itself, not the clock: a minute's time limit), and lets one within it
 // run.
 func TestQueryGuardBounds(t *testing.T) {
+	skipUnlessLong(t)
 	long := QueryLimits{MaxBytes: testMaxBytes, Timeout: time.Minute, Memory: testMemory}
 	refused := []string{
 		`[1,[2]] | .[[2]]`, `"abc" * 1e8`, `"abc" * 1e6`, `[range(300000)] | sort`, `[range(300000)] | unique`,

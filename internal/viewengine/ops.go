@@ -64,6 +64,29 @@ func (g *guard) options() []gojq.CompilerOption {
 			return g.print(v)
 		}),
 		gojq.WithFunction("_hx_tojson", 0, 0, func(v any, _ []any) any { return g.print(v) }),
+		// the charges of what a filter builds by many small steps
+		// (sandbox.go places the calls)
+		gojq.WithFunction(slotFunc, 0, 0, func(v any, _ []any) any {
+			// a slot, a boxed scalar, the copies the array leaves behind
+			// as it grows (garbage until collected), and the heap's room
+			// for garbage between collections: TestQueryMemory
+			n := int64(5 * costSlot)
+			if s, ok := v.(string); ok {
+				n += costBoxed + int64(len(s))
+			}
+			return g.charged(v, n)
+		}),
+		gojq.WithFunction(objectFunc, 0, 0, func(v any, _ []any) any {
+			m, _ := v.(map[string]any)
+			return g.charged(v, costObject+costEntry*int64(len(m)))
+		}),
+		gojq.WithFunction(depthFunc, 1, 1, func(v any, args []any) any {
+			// the stack of the recursion, on top of what the meter holds
+			if d, ok := args[0].(int); !ok || int64(d)*costCall > g.limit-g.used {
+				return g.refuse()
+			}
+			return v
+		}),
 	}
 	for name, op := range guardedOpFuncs {
 		opts = append(opts, gojq.WithFunction(name, 2, 2, func(_ any, args []any) any {
@@ -78,6 +101,15 @@ func (g *guard) options() []gojq.CompilerOption {
 		}))
 	}
 	return opts
+}
+
+// charged returns v once n more bytes are charged to the query's meter,
+// else refuses.
+func (g *guard) charged(v any, n int64) any {
+	if !g.charge(n) {
+		return g.refuse()
+	}
+	return v
 }
 
 // compareOp is a comparison: gojq's operators are gojq.Compare.

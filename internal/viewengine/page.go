@@ -56,11 +56,19 @@ func (p *pager) summary(skip int64, shown int) []byte {
 	return append(s, '\n')
 }
 
-// counts renders "<M> <noun> (showing <a>-<b>)" or "(showing none)".
+// singular is the noun of a count of one.
+var singular = map[string]string{"matches": "match", "results": "result"}
+
+// counts renders "<M> <noun> (showing <a>-<b>)" or "(showing none)", the
+// noun singular when M is 1.
 func (p *pager) counts(skip int64, shown int) []byte {
 	s := strconv.AppendInt(nil, p.total, 10)
 	s = append(s, ' ')
-	s = append(s, p.noun...)
+	if one, ok := singular[p.noun]; ok && p.total == 1 {
+		s = append(s, one...)
+	} else {
+		s = append(s, p.noun...)
+	}
 	if shown == 0 {
 		s = append(s, " (showing none)"...)
 	} else {

@@ -1,37 +1,32 @@
 package viewengine
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"io"
 	"reflect"
-	"runtime/metrics"
 	"sort"
-	"strconv"
 	"time"
 
 	"github.com/itchyny/gojq"
 )
 
 // The query sandbox. A filter is parsed, checked and rewritten before it
-// runs (sandbox.go): the environment ($ENV, env), other inputs
+// runs (sandbox.go): it may call only the built-in functions the sandbox
+// knows (builtins.go), so the environment ($ENV, env), other inputs
 // (input, inputs), debug output (debug, stderr), input metadata, module
 // imports and gojq's internal functions (names starting with "_") are
 // refused as argument errors, and every step that could be large goes
-// through the guard (guard.go, prelude.go). At run
-// time a query is stopped with view_failed/limit_exceeded when it runs
-// longer than its time limit, when the heap grows by more than a third of
-// its memory bound (sampled every memorySampleEvery; a third, so that the
-// step in flight cannot carry it over the bound), when a guard refuses a
-// step, or when it yields more than maxQueryResults results. Each result
-// is encoded with a cap of the budget, so a huge result costs no more than
-// the budget to refuse.
-const (
-	maxQueryResults   = 1 << 20
-	memorySampleEvery = 2 * time.Millisecond
-)
+// through the guard (guard.go, prelude.go). A query holds at most its
+// memory bound, counted as its own on its meter: the body while it is
+// read, the document as it is decoded (decode.go), then what the filter
+// produces (guard.go); never the process's heap, which other queries
+// share. It is stopped with view_failed/limit_exceeded when the body is
+// over the size limit or the meter over the memory bound, when it runs
+// longer than its time limit, when a guard refuses a step, or when it
+// yields more than maxQueryResults results. Each result is encoded with a
+// cap of the budget, so a huge result costs no more than the budget to
+// refuse.
+const maxQueryResults = 1 << 20
 
 // Filter is a jq filter parsed, checked and rewritten onto the guarded
 // prelude, ready to run over a body (NewQuery).
@@ -40,8 +35,8 @@ type Filter struct {
 	guard *guard
 }
 
-// CompileFilter parses, checks and rewrites filter; memory is how much the
-// heap may grow while it runs. The error never repeats the filter.
+// CompileFilter parses, checks and rewrites filter; memory is the query's
+// memory bound (QueryLimits.Memory). The error never repeats the filter.
 func CompileFilter(filter string, memory int64) (*Filter, error) {
 	g := newGuard(memory)
 	q, err := gojq.Parse(filter)
@@ -60,7 +55,7 @@ func CompileFilter(filter string, memory int64) (*Filter, error) {
 	code, err := gojq.Compile(q, append(g.options(),
 		gojq.WithEnvironLoader(func() []string { return nil }))...)
 	if err != nil {
-		return nil, errors.New("the filter does not compile (unknown function or variable?)")
+		return nil, errUnknownFunc
 	}
 	return &Filter{code: code, guard: g}, nil
 }
@@ -71,7 +66,8 @@ func CompileFilter(filter string, memory int64) (*Filter, error) {
 func NewQuery(f *Filter, skip, budget, size int64, lim QueryLimits) Scanner {
 	q := &queryScan{code: f.code, guard: f.guard, skip: skip, limits: lim,
 		page: pager{budget: budget, noun: "results"}}
-	if size <= lim.MaxBytes {
+	// the body is held while it is read: charged first
+	if size <= lim.MaxBytes && f.guard.charge(size) {
 		q.body = make([]byte, 0, size)
 	} else {
 		q.tooLarge = true
@@ -85,7 +81,8 @@ type QueryLimits struct {
 	MaxBytes int64
 	// Timeout is the time limit of one run.
 	Timeout time.Duration
-	// Memory is how much the heap may grow while it runs.
+	// Memory bounds what one query holds, counted as its own: its body,
+	// its decoded document and what its filter produces.
 	Memory int64
 }
 
@@ -116,14 +113,16 @@ func (q *queryScan) Answer(ctx context.Context, _ int64) Answer {
 	if q.tooLarge {
 		return failed(LimitExceeded)
 	}
-	inputs, ok := decodeJSON(q.body)
-	if ok && hasDigitRun(q.body, guardDigits+1) {
-		normalizeNumbers(inputs)
-	}
+	inputs, err := decodeValues(q.body, &q.guard.meter)
+	q.guard.used -= int64(cap(q.body)) // the body is dropped; its values are charged
 	q.body = nil
-	if !ok {
+	switch {
+	case errors.Is(err, errOverMeter):
+		return failed(LimitExceeded)
+	case err != nil:
 		return failed(NotJSON)
 	}
+	q.guard.held = q.guard.used
 	return q.run(ctx, inputs)
 }
 
@@ -134,8 +133,6 @@ func (q *queryScan) run(ctx context.Context, inputs []any) Answer {
 	run, cancel := context.WithTimeoutCause(base, q.limits.Timeout, errQueryLimit)
 	defer cancel()
 	q.guard.ctx, q.guard.cancel = run, stopRun
-	stop := watchHeap(run, q.limits.Memory/3, func() { stopRun(errQueryLimit) })
-	defer stop()
 	var enc []byte
 	for _, in := range inputs {
 		it := q.code.RunWithContext(run, in)
@@ -150,6 +147,7 @@ func (q *queryScan) run(ctx context.Context, inputs []any) Answer {
 				}
 				return failed(FilterError)
 			}
+			q.guard.newResult()
 			q.page.total++
 			if q.page.total > maxQueryResults {
 				return failed(LimitExceeded)
@@ -178,57 +176,9 @@ func (q *queryScan) run(ctx context.Context, inputs []any) Answer {
 
 var errQueryLimit = errors.New("query limit")
 
-// decodeJSON parses a body of one or more JSON values (separated by white
-// space, as jq reads its input), keeping numbers exact.
-func decodeJSON(b []byte) ([]any, bool) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var out []any
-	for {
-		var v any
-		err := dec.Decode(&v)
-		if err == io.EOF {
-			return out, len(out) > 0
-		}
-		if err != nil {
-			return nil, false
-		}
-		out = append(out, v)
-	}
-}
-
-// watchHeap cancels a query whose heap use grows by more than limit,
-// sampling every memorySampleEvery; stop ends the watch.
-func watchHeap(ctx context.Context, limit int64, cancel func()) (stop func()) {
-	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-	read := func() int64 {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
-		}
-		return int64(sample[0].Value.Uint64())
-	}
-	base := read()
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(memorySampleEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if read()-base > limit {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	return func() { close(done) }
-}
+// errUnknownFunc refuses a filter that calls a function it does not
+// define and the sandbox does not allow, or that gojq cannot compile.
+var errUnknownFunc = errors.New("the filter does not compile (unknown function or variable?)")
 
 // errOverBudget is appendJSON's refusal of a result larger than its limit.
 var errOverBudget = errors.New("result over the budget")
@@ -313,39 +263,4 @@ func hasDigitRun(b []byte, n int) bool {
 		}
 	}
 	return false
-}
-
-// normalizeNumbers reads a number of more than guardDigits digits in the
-// documents as a float, as jq does, so that no step parses a huge integer
-// (gojq would, on every arithmetic use, in quadratic time). It walks
-// without recursion; its stack holds the containers still to visit.
-func normalizeNumbers(docs []any) {
-	stack := []any{docs}
-	for len(stack) > 0 {
-		v := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		switch x := v.(type) {
-		case []any:
-			for i, e := range x {
-				x[i] = normalizeNumber(e, &stack)
-			}
-		case map[string]any:
-			for k, e := range x {
-				x[k] = normalizeNumber(e, &stack)
-			}
-		}
-	}
-}
-
-func normalizeNumber(v any, stack *[]any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if len(x) > guardDigits {
-			f, _ := strconv.ParseFloat(string(x), 64)
-			return f
-		}
-	case []any, map[string]any:
-		*stack = append(*stack, v)
-	}
-	return v
 }

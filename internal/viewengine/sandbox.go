@@ -11,12 +11,15 @@ import (
 	"github.com/itchyny/gojq"
 )
 
+// forbiddenFuncs names the built-ins (any arity) and variables a filter
+// may not use, and why; every other built-in not in allowedBuiltins
+// (builtins.go) is refused too, as unknown to the sandbox.
 var forbiddenFuncs = map[string]string{
 	"env": "the environment", "$ENV": "the environment",
 	"input": "other inputs", "inputs": "other inputs",
 	"debug": "debug output", "stderr": "debug output",
 	"input_filename": "input metadata", "input_line_number": "input metadata",
-	"$__prog_args": "program arguments", "get_search_list": "modules",
+	"$__prog_args": "program arguments", "get_search_list": "modules", "modulemeta": "modules",
 }
 
 // guardedOps routes an operator to its prelude definition.
@@ -40,6 +43,67 @@ var formatFuncs = map[string]string{
 // rewriting a node, so the nodes it creates are never visited again.
 type rewriter struct {
 	format map[*gojq.String]string // the format of an interpolated string
+	scope  []scopeEntry            // the functions and parameters visible
+	marks  []int                   // len(scope) where each open query or definition began
+	defs   int                     // the filter's definitions enclosing the node
+}
+
+func funcKey(name string, arity int) string { return name + "/" + strconv.Itoa(arity) }
+
+// visible reports whether name/arity here is a function the filter
+// defines or a parameter it binds.
+func (w *rewriter) visible(name string, arity int) bool {
+	key := funcKey(name, arity)
+	for _, e := range w.scope {
+		if e.key == key {
+			return true
+		}
+	}
+	return false
+}
+
+// ownFunc reports whether a call of name/arity here is of a function the
+// filter defines.
+func (w *rewriter) ownFunc(name string, arity int) bool {
+	key := funcKey(name, arity)
+	for i := len(w.scope) - 1; i >= 0; i-- {
+		if w.scope[i].key == key {
+			return w.scope[i].own
+		}
+	}
+	return false
+}
+
+func (w *rewriter) mark() { w.marks = append(w.marks, len(w.scope)) }
+func (w *rewriter) unmark() {
+	w.scope, w.marks = w.scope[:w.marks[len(w.marks)-1]], w.marks[:len(w.marks)-1]
+}
+
+// The charging calls the rewrite places: after each value an array
+// constructor collects, after each object constructed (guard.go). And
+// the depth of a filter's own functions: each gets one more parameter,
+// its call depth (depthParam), which each call site passes on plus one
+// and the start of its body checks (depthFunc): a recursion of the
+// filter's functions grows the interpreter's stack, which no value shows.
+const (
+	slotFunc   = "_hx_slot"
+	objectFunc = "_hx_object"
+	depthFunc  = "_hx_depth"
+	depthParam = "$_hx_d"
+	// costCall is what one level of a filter's own recursion holds on the
+	// interpreter's stack, about (measured by TestQueryMemory).
+	costCall = 1024
+)
+
+// scopeEntry is a function name/arity a filter defines, or a parameter
+// it binds, visible where the rewrite is.
+type scopeEntry struct {
+	key string
+	own bool // a function the filter defines (not a parameter)
+}
+
+func pipe(l, r *gojq.Query) *gojq.Query {
+	return &gojq.Query{Left: l, Op: gojq.OpPipe, Right: r}
 }
 
 func call(name string, args ...*gojq.Query) *gojq.Query {
@@ -80,6 +144,7 @@ func (w *rewriter) walk(v reflect.Value) error {
 func (w *rewriter) before(n any) error {
 	switch n := n.(type) {
 	case *gojq.Query:
+		w.mark()
 		if len(n.Imports) > 0 {
 			return errors.New("modules (import, include) are not available in a filter")
 		}
@@ -90,12 +155,30 @@ func (w *rewriter) before(n any) error {
 		if what, bad := forbiddenFuncs[n.Name]; bad {
 			return fmt.Errorf("%s is not available to a filter", what)
 		}
-		if strings.HasPrefix(n.Name, "_") {
+		switch {
+		case strings.HasPrefix(n.Name, "$__"):
+			return errors.New("internal variables are not available to a filter")
+		case strings.HasPrefix(n.Name, "$"): // a variable
+		case strings.HasPrefix(n.Name, "_"):
 			return errors.New("internal functions are not available to a filter")
+		case !w.visible(n.Name, len(n.Args)) && !allowedBuiltins[funcKey(n.Name, len(n.Args))]:
+			// the filter's own functions and parameters, then the
+			// allow-list: a built-in the sandbox does not know never runs
+			return errUnknownFunc
 		}
 	case *gojq.FuncDef:
 		if strings.HasPrefix(n.Name, "_") {
 			return errors.New("internal functions are not available to a filter")
+		}
+		// visible in its own body and after it, until its query ends
+		w.scope = append(w.scope, scopeEntry{key: funcKey(n.Name, len(n.Args)), own: true})
+		w.mark()
+		w.defs++
+		for _, a := range n.Args {
+			if strings.HasPrefix(strings.TrimPrefix(a, "$"), "_") {
+				return errors.New("internal names are not available to a filter")
+			}
+			w.scope = append(w.scope, scopeEntry{key: funcKey(strings.TrimPrefix(a, "$"), 0)})
 		}
 	case *gojq.Term:
 		if n.Type == gojq.TermTypeFormat && n.Str != nil {
@@ -109,6 +192,7 @@ func (w *rewriter) before(n any) error {
 func (w *rewriter) after(n any) {
 	switch n := n.(type) {
 	case *gojq.Query:
+		w.unmark()
 		if name, ok := guardedOps[n.Op]; ok {
 			*n = *call(name, n.Left, n.Right)
 		}
@@ -120,8 +204,28 @@ func (w *rewriter) after(n any) {
 			}
 		}
 	case *gojq.Term:
-		if n.Type == gojq.TermTypeFormat && n.Str != nil {
+		switch {
+		case n.Type == gojq.TermTypeFormat && n.Str != nil:
 			n.Type, n.Format = gojq.TermTypeString, ""
+		case n.Type == gojq.TermTypeArray && n.Array != nil && n.Array.Query != nil:
+			n.Array.Query = pipe(n.Array.Query, call(slotFunc))
+		case n.Type == gojq.TermTypeObject:
+			obj := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeObject, Object: n.Object}}
+			*n = gojq.Term{Type: gojq.TermTypeQuery, Query: pipe(obj, call(objectFunc)), SuffixList: n.SuffixList}
+		}
+	case *gojq.FuncDef:
+		w.unmark()
+		w.defs--
+		n.Args = append(n.Args, depthParam)
+		n.Body = pipe(call(depthFunc, call(depthParam)), n.Body)
+	case *gojq.Func:
+		if !strings.HasPrefix(n.Name, "$") && w.ownFunc(n.Name, len(n.Args)) {
+			depth := &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeNumber, Number: "0"}}
+			if w.defs > 0 {
+				depth = &gojq.Query{Left: call(depthParam), Op: gojq.OpAdd,
+					Right: &gojq.Query{Term: &gojq.Term{Type: gojq.TermTypeNumber, Number: "1"}}}
+			}
+			n.Args = append(n.Args, depth)
 		}
 	case *gojq.Index:
 		if !n.IsSlice && n.Start != nil && !constantKey(n.Start) {

@@ -115,7 +115,10 @@ var otherSteps = []string{
 }
 
 // TestQuerySweep runs TestQuerySweepChild in a child process.
-func TestQuerySweep(t *testing.T) { runChild(t, "TestQuerySweepChild") }
+func TestQuerySweep(t *testing.T) {
+	skipUnlessLong(t)
+	runChild(t, "TestQuerySweepChild")
+}
 
 // TestQuerySweepChild: every recursive built-in over a value a million
 // levels deep (arrays and objects), over a value of 2^40 printed leaves,
@@ -244,6 +247,8 @@ func TestQueryMemoryChild(t *testing.T) {
 		`[limit(20; repeat("x" * 1000000))] | join(",")`,
 		`reduce range(64) as $i (3; . * .)`,
 		`reduce range(1e6) as $i ({}; .["k\($i)"] = "v" * 100)`,
+		// a recursion of the filter's own functions: the interpreter's stack
+		`def f: 1 + f; f`, `def f: (f, 1); last(f)`, `def f(g): [g | f(g)]; f(.)`, `0 | [recurse(.+1)]`,
 	}, probeFilters...)
 	for _, f := range filters {
 		fmt.Fprintf(os.Stderr, "case: memory | %s\n", f)

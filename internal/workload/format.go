@@ -1,4 +1,4 @@
-// Package workload is the benchmark workload of `hybridctx bench`: a
+// Package workload is the benchmark workload of `hybridctx-bench`: a
 // sequence of tool results (Item), its JSON Lines form (Reader, Writer), a
 // seeded generator (Generate) and a runner (Run) that sends every result
 // through the agent-loop seam — agent.Middleware inside an loop.Loop
@@ -91,20 +91,33 @@ type ReaderOptions struct {
 // Reader reads a workload in its JSON Lines form. It holds one line in
 // memory at a time.
 type Reader struct {
+	lines
+	err error
+}
+
+// lines reads a file line by line, one line in memory at a time, each at
+// most max bytes.
+type lines struct {
 	r    *bufio.Reader
 	max  int
 	line int
 	buf  []byte
-	err  error
+}
+
+func newLines(r io.Reader, max int) lines {
+	if max <= 0 {
+		max = DefaultMaxLineBytes
+	}
+	return lines{r: bufio.NewReaderSize(r, 64<<10), max: max}
 }
 
 // NewReader returns a Reader over r.
 func NewReader(r io.Reader, opts *ReaderOptions) *Reader {
-	max := DefaultMaxLineBytes
-	if opts != nil && opts.MaxLineBytes > 0 {
+	var max int
+	if opts != nil {
 		max = opts.MaxLineBytes
 	}
-	return &Reader{r: bufio.NewReaderSize(r, 64<<10), max: max}
+	return &Reader{lines: newLines(r, max)}
 }
 
 // wireItem is the JSON shape of one line.
@@ -141,7 +154,7 @@ func (r *Reader) Next() (Item, error) {
 
 // readLine returns the next line without its newline (and a trailing CR),
 // io.EOF when there is none.
-func (r *Reader) readLine() ([]byte, error) {
+func (r *lines) readLine() ([]byte, error) {
 	r.buf = r.buf[:0]
 	r.line++
 	tooLong := func() error {

@@ -126,7 +126,7 @@ func TestGenerateDefaults(t *testing.T) {
 		o.MaxBytes != DefaultMaxBytes || o.Duplicates != DefaultDuplicates {
 		t.Fatalf("defaults: %+v", o)
 	}
-	// The first results of the default workload, which `hybridctx bench`
+	// The first results of the default workload, which `hybridctx-bench`
 	// replays: their sizes follow the default shape.
 	for range 20 {
 		it, err := g.Next()

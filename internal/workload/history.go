@@ -162,23 +162,56 @@ func RunHistory(ctx context.Context, src Source, store *workspace.Store, opts Hi
 		if err != nil {
 			return nil, err
 		}
-		turns[i] = turn{tool: it.Tool, id: id, content: string(it.Content), offloaded: d.Text(), stored: d.Outcome() != hybridctx.Inline}
+		call := int64(len(it.Tool) + len(id) + 64) // the call message: name, id, arguments
+		turns[i] = turn{tool: it.Tool, id: id, content: string(it.Content), offloaded: d.Text(), stored: d.Outcome() != hybridctx.Inline,
+			span: span{assistant: call, calls: 1}}
 	}
 	rep := &BudgetReport{Turns: opts.Turns, Session: session}
 	if opts.Tokenizer != nil {
 		rep.Tokenizer = opts.Tokenizer.Name()
 	}
-	for _, name := range []string{StrategyInline, StrategyOffload, StrategyMaskEveryTurn, StrategyWatermark, StrategyKeepLastK, StrategyClearTrigger} {
-		r := &replay{name: name, opts: opts, tk: opts.Tokenizer, turns: turns}
+	sess := &conversation{bind: bind, base: base, opts: opts, reh: reh, set: set, turns: turns, prompt: promptBytes, final: span{calls: 1}}
+	rs, err := sess.replayAll(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range rs {
+		rep.Strategies = append(rep.Strategies, r.s)
+	}
+	return rep, nil
+}
+
+// strategies is every strategy, in report order.
+var strategies = []string{StrategyInline, StrategyOffload, StrategyMaskEveryTurn, StrategyWatermark, StrategyKeepLastK, StrategyClearTrigger}
+
+// conversation is one conversation to replay under every strategy: its turns,
+// already offloaded once under base, and the owner they were stored for.
+type conversation struct {
+	bind   *hybridctx.Binding
+	base   hybridctx.Policy
+	opts   HistoryOptions
+	reh    *hybridctx.Rehydrator
+	set    *readtools.Set // nil: no questions asked
+	turns  []turn
+	prompt int64
+	final  span
+}
+
+// replayAll replays the session under every strategy and reads back what
+// the lossless ones masked.
+func (ss *conversation) replayAll(ctx context.Context) ([]*replay, error) {
+	var out []*replay
+	for _, name := range strategies {
+		r := &replay{name: name, opts: ss.opts, tk: ss.opts.Tokenizer, turns: ss.turns, prompt: ss.prompt, final: ss.final}
 		switch name {
 		case StrategyMaskEveryTurn, StrategyWatermark:
-			h := hybridctx.HistoryPolicy{Budget: opts.Budget, LowWater: opts.LowWater, KeepRecent: opts.KeepRecent}
+			h := hybridctx.HistoryPolicy{Budget: ss.opts.Budget, LowWater: ss.opts.LowWater, KeepRecent: ss.opts.KeepRecent}
 			if name == StrategyMaskEveryTurn {
-				h.LowWater = opts.Budget
+				h.LowWater = ss.opts.Budget
 			}
-			p := base
+			p := ss.base
 			p.History = h
-			o, err := hybridctx.NewOffloader(bind, p, nil)
+			o, err := hybridctx.NewOffloader(ss.bind, p, nil)
 			if err != nil {
 				return nil, err
 			}
@@ -192,13 +225,14 @@ func RunHistory(ctx context.Context, src Source, store *workspace.Store, opts Hi
 		}
 		s.CompactionP99Micros = float64(r.stepP99().Nanoseconds()) / 1e3
 		if s.Lossless && s.Masked > 0 {
-			if err := r.readBack(ctx, reh, set, s); err != nil {
+			if err := r.readBack(ctx, ss.reh, ss.set, s); err != nil {
 				return nil, fmt.Errorf("history %s: %w", name, err)
 			}
 		}
-		rep.Strategies = append(rep.Strategies, s)
+		r.s = s
+		out = append(out, r)
 	}
-	return rep, nil
+	return out, nil
 }
 
 func historyDefaults(o HistoryOptions) HistoryOptions {

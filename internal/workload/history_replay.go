@@ -16,26 +16,48 @@ type turn struct {
 	content   string // the result as the tool returned it
 	offloaded string // what offload left in the conversation
 	stored    bool   // offloaded is a notice
+	span             // the conversation before the result
 }
 
-// hmsg weighs one message of the history.
-type hmsg struct{ bytes, tokens int64 }
+// span is what a conversation holds and does between two tool results:
+// other text (pre bytes) and calls model calls, the last of which issues
+// the next call with an assistant message of assistant bytes.
+type span struct {
+	pre, assistant int64
+	calls          int
+}
+
+// hmsg weighs one message of the history; tool marks a tool result.
+type hmsg struct {
+	bytes, tokens int64
+	tool          bool
+}
+
+// sized weighs a message known only by its size: tokens by the bytes/4
+// estimate.
+func sized(n int64) hmsg { return hmsg{bytes: n, tokens: n / 4} }
 
 // replay is one strategy's conversation: message 0 is the prompt, then each
-// turn adds the model's call (2i+1) and the tool's result (2i+2).
+// turn adds its span's other text (when there is some), the model's call
+// and the tool's result (message at[i]).
 type replay struct {
 	name      string
 	opts      HistoryOptions
 	tk        hybridctx.Tokenizer
 	turns     []turn
 	compactor *hybridctx.Compactor
+	prompt    int64
+	final     span // after the last result (its assistant bytes are never sent)
 
 	texts   []string // each result's text now
 	masked  []bool
+	at      []int // the message index of each result
 	msgs    []hmsg
 	first   int // the first message changed since the last model call
 	prevLen int // messages the last model call sent
 	steps   []time.Duration
+	peakTok int64 // the largest history a call sent, in tokens (estimated without a tokenizer)
+	s       *BudgetStrategy
 }
 
 func lossy(name string) bool { return name == StrategyKeepLastK || name == StrategyClearTrigger }
@@ -43,27 +65,45 @@ func lossy(name string) bool { return name == StrategyKeepLastK || name == Strat
 // run replays every turn and prices every model call.
 func (r *replay) run(ctx context.Context) (*BudgetStrategy, error) {
 	s := &BudgetStrategy{Name: r.name, Lossless: !lossy(r.name)}
-	r.msgs = []hmsg{{bytes: promptBytes, tokens: promptBytes / 4}}
+	r.msgs = []hmsg{sized(r.prompt)}
 	r.first = len(r.msgs)
-	r.call(s) // the call that asks for the first tool
 	for i, t := range r.turns {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		r.span(s, t.span)
 		text := t.offloaded
 		if r.name == StrategyInline {
 			text = t.content
 		}
-		call := int64(len(t.tool) + len(t.id) + 64) // the call message: name, id, arguments
-		r.msgs = append(r.msgs, hmsg{bytes: call, tokens: call / 4}, r.weigh(text))
+		res := r.weigh(text)
+		res.tool = true
+		r.msgs = append(r.msgs, sized(t.assistant))
+		r.at = append(r.at, len(r.msgs))
+		r.msgs = append(r.msgs, res)
 		r.texts = append(r.texts, text)
 		r.masked = append(r.masked, false)
 		if err := r.apply(ctx, s, i); err != nil {
 			return nil, err
 		}
+	}
+	r.span(s, r.final)
+	return s, nil
+}
+
+// span prices a span's model calls: all but the last see the history as
+// it stands, the last one the span's other text too (a trajectory records
+// that text only as one size).
+func (r *replay) span(s *BudgetStrategy, sp span) {
+	for k := 1; k < sp.calls; k++ {
 		r.call(s)
 	}
-	return s, nil
+	if sp.pre > 0 {
+		r.msgs = append(r.msgs, sized(sp.pre))
+	}
+	if sp.calls > 0 {
+		r.call(s)
+	}
 }
 
 func (r *replay) weigh(text string) hmsg {
@@ -80,8 +120,10 @@ func (r *replay) weigh(text string) hmsg {
 func (r *replay) setText(i int, text string) {
 	r.texts[i] = text
 	r.masked[i] = true
-	r.msgs[2*i+2] = r.weigh(text)
-	r.first = min(r.first, 2*i+2)
+	m := r.weigh(text)
+	m.tool = true
+	r.msgs[r.at[i]] = m
+	r.first = min(r.first, r.at[i])
 }
 
 // call prices one model call: the whole history, its unchanged prefix read
@@ -92,7 +134,7 @@ func (r *replay) call(s *BudgetStrategy) {
 	for k, m := range r.msgs {
 		total += m.bytes
 		tokens += m.tokens
-		if k > 0 && k%2 == 0 {
+		if m.tool {
 			tool += m.bytes
 		}
 		if k < keep {
@@ -109,6 +151,7 @@ func (r *replay) call(s *BudgetStrategy) {
 	s.InputBytes += total
 	s.PeakBytes = max(s.PeakBytes, total)
 	s.PeakToolBytes = max(s.PeakToolBytes, tool)
+	r.peakTok = max(r.peakTok, tokens)
 	if r.tk != nil {
 		s.PeakTokens = max(s.PeakTokens, tokens)
 		s.CacheWeighted += CacheRead*float64(cachedTok) + CacheWrite*float64(tokens-cachedTok)
@@ -122,7 +165,7 @@ func (r *replay) call(s *BudgetStrategy) {
 // tokenizer, else bytes.
 func (r *replay) toolWeight() int64 {
 	var n int64
-	for k := 2; k < len(r.msgs); k += 2 {
+	for _, k := range r.at {
 		if r.tk != nil {
 			n += r.msgs[k].tokens
 		} else {
@@ -156,9 +199,9 @@ func (r *replay) apply(ctx context.Context, s *BudgetStrategy, i int) error {
 			if r.masked[k] {
 				continue
 			}
-			before := r.msgs[2*k+2]
+			before := r.msgs[r.at[k]]
 			r.setText(k, clearedText)
-			after := r.msgs[2*k+2]
+			after := r.msgs[r.at[k]]
 			if r.tk != nil {
 				w -= before.tokens - after.tokens
 			} else {
@@ -185,7 +228,7 @@ func (r *replay) compact(ctx context.Context, s *BudgetStrategy, n int) error {
 		if r.masked[k] || t.stored {
 			form = hybridctx.FormNotice
 		}
-		rs[k] = hybridctx.HistoryResult{Call: hybridctx.Call{Tool: t.tool, ID: t.id}, Text: r.texts[k], Form: form}
+		rs[k] = hybridctx.HistoryResult{Call: hybridctx.Call{Tool: t.tool, ID: t.id}, Text: r.texts[k], Form: form, Ordered: true, CallsBefore: k + 1}
 	}
 	start := time.Now()
 	c, err := r.compactor.Compact(ctx, calls, rs)
@@ -211,7 +254,8 @@ func (r *replay) compact(ctx context.Context, s *BudgetStrategy, n int) error {
 }
 
 // readBack reads every masked result back through the read tool by its
-// mask, and asks one question about each through the read tools.
+// mask, and, with a set, asks one question about each through the read
+// tools.
 func (r *replay) readBack(ctx context.Context, reh *hybridctx.Rehydrator, set *readtools.Set, s *BudgetStrategy) error {
 	q := &QuestionReport{}
 	for k, m := range r.masked {
@@ -232,6 +276,9 @@ func (r *replay) readBack(ctx context.Context, reh *hybridctx.Rehydrator, set *r
 		}
 		if got.Outcome() == hybridctx.Resolved && string(got.Segment.Bytes()) == r.turns[k].content {
 			s.ReadBackExact++
+		}
+		if set == nil {
+			continue
 		}
 		asked, err := ask(ctx, set, []byte(r.turns[k].content), QuestionOptions{MaxBytes: 4096}, q)
 		if err != nil {

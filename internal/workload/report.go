@@ -10,7 +10,7 @@ import (
 )
 
 // Report is what Run measured. Its JSON form is the output of
-// `hybridctx bench`.
+// `hybridctx-bench`.
 type Report struct {
 	// Results and ResultBytes count the tool results replayed; Sessions
 	// the sessions they belong to; Threshold is the inline threshold.

@@ -452,6 +452,9 @@ func (r *runner) observe(ctx context.Context, e *hybridctx.Event) error {
 		return nil
 	}
 	d := e.Diagnostics
+	if d == nil {
+		return nil // a history_compaction event: no decision
+	}
 	if e.Type == hybridctx.RehydrationDecision {
 		s.st.rehydrations[d.Outcome().String()]++
 		return nil

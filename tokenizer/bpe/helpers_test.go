@@ -15,7 +15,7 @@ type env struct {
 	ctx context.Context
 }
 
-func newEnv(t *testing.T, p hybridctx.Policy) env {
+func newEnv(t testing.TB, p hybridctx.Policy) env {
 	t.Helper()
 	mem := memstore.New()
 	b, err := hybridctx.NewBinding(artifact.Owner{User: "u", Workflow: "w", Session: "s"}, workspace.New(mem, mem))

@@ -95,9 +95,6 @@ const (
 )
 
 var (
-	// ErrUnavailable means the bucket could not be used: unreachable,
-	// missing, or the credentials were refused.
-	ErrUnavailable = errors.New("object-store bucket not available")
 	// ErrInvalidURL means the bucket URL could not be used.
 	ErrInvalidURL = errors.New("invalid bucket URL")
 	// ErrClosed means the Store was closed.
@@ -130,7 +127,7 @@ type Store struct {
 // parameters: region, endpoint, use_path_style, disable_https, prefix, …;
 // credentials come from the usual AWS sources, such as AWS_ACCESS_KEY_ID and
 // AWS_SECRET_ACCESS_KEY) and checks that it exists and answers with these
-// credentials. Errors wrap ErrInvalidURL or ErrUnavailable and name the
+// credentials. Errors wrap ErrInvalidURL or driver.ErrUnavailable and name the
 // bucket and endpoint only.
 //
 // The AWS SDK's own log lines are discarded; OpenBucketWith routes them to
@@ -186,10 +183,10 @@ func OpenBucketWith(ctx context.Context, bucketURL string, opts *BucketOptions) 
 		return nil, fmt.Errorf("open %s: %w", name, ctx.Err())
 	case err != nil:
 		b.Close()
-		return nil, fmt.Errorf("%w: %s: %s", ErrUnavailable, name, accessProblem(err))
+		return nil, unavailable(name, accessProblem(err))
 	case !ok:
 		b.Close()
-		return nil, fmt.Errorf("%w: %s: no such bucket", ErrUnavailable, name)
+		return nil, unavailable(name, "no such bucket")
 	}
 	return b, nil
 }
@@ -288,7 +285,8 @@ func (s *Store) Lock(ctx context.Context, key string) (func() error, error) {
 
 // SweepUploads deletes upload objects last modified more than olderThan ago
 // (their writer died) and reports how many it deleted.
-func (s *Store) SweepUploads(ctx context.Context, olderThan time.Duration) (int, error) {
+func (s *Store) SweepUploads(ctx context.Context, olderThan time.Duration) (_ int, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}

@@ -165,9 +165,9 @@ func TestOpenBucketErrors(t *testing.T) {
 		want              error
 		says              string
 	}{
-		{"missing bucket", missing.String(), "", blobstore.ErrUnavailable, "no such bucket"},
-		{"wrong secret", base, "wrong-secret-marker-123", blobstore.ErrUnavailable, "credentials"},
-		{"unreachable", blobtest.WithParam(t, base, "endpoint", freeEndpoint(t)), "", blobstore.ErrUnavailable, "cannot reach"},
+		{"missing bucket", missing.String(), "", driver.ErrUnavailable, "no such bucket"},
+		{"wrong secret", base, "wrong-secret-marker-123", driver.ErrUnavailable, "credentials"},
+		{"unreachable", blobtest.WithParam(t, base, "endpoint", freeEndpoint(t)), "", driver.ErrUnavailable, "cannot reach"},
 		{"unknown parameter", blobtest.WithParam(t, base, "colour", "red"), "", blobstore.ErrInvalidURL, "colour"},
 		{"no bucket", "s3://?region=x", "", blobstore.ErrInvalidURL, ""},
 		{"unregistered scheme", "gs://bucket", "", blobstore.ErrInvalidURL, ""},

@@ -25,7 +25,8 @@ var errEnded = errors.New("blobstore: writer already ended")
 
 // NewWriter starts a body. Its upload, if it grows past the spool, runs
 // under ctx.
-func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
+func (s *Store) NewWriter(ctx context.Context) (_ driver.Writer, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -49,7 +50,8 @@ func streamOptions() *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: "application/octet-stream", BufferSize: partBytes, MaxConcurrency: maxConcurrency}
 }
 
-func (w *writer) Write(p []byte) (int, error) {
+func (w *writer) Write(p []byte) (_ int, retErr error) {
+	defer markErr(&retErr)
 	if err := w.Check(errEnded); err != nil {
 		return 0, err
 	}
@@ -100,7 +102,8 @@ func (w *writer) startUpload() error {
 
 // Commit publishes the written bytes under key: create-only with
 // If-None-Match: * unless replace, which overwrites.
-func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
+func (w *writer) Commit(ctx context.Context, key string, replace bool) (retErr error) {
+	defer markErr(&retErr)
 	if err := w.s.check(ctx); err != nil {
 		return err
 	}
@@ -186,7 +189,8 @@ func (s *Store) put(ctx context.Context, key string, create bool, open func() (i
 }
 
 // Abort discards the written bytes and the upload object, if any.
-func (w *writer) Abort() error {
+func (w *writer) Abort() (retErr error) {
+	defer markErr(&retErr)
 	if w.Done {
 		return nil
 	}
@@ -211,7 +215,8 @@ func (w *writer) Abort() error {
 }
 
 // Stat describes a body from its attributes, without reading it.
-func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
+func (s *Store) Stat(ctx context.Context, key string) (_ driver.Info, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return driver.Info{}, err
 	}
@@ -226,7 +231,8 @@ func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
 }
 
 // Delete removes a body.
-func (s *Store) Delete(ctx context.Context, key string) error {
+func (s *Store) Delete(ctx context.Context, key string) (retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -239,7 +245,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // List yields every body; objects under sha256/ whose names are not digests
 // are skipped.
 func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
-	return func(yield func(driver.Info, error) bool) {
+	return markSeq(func(yield func(driver.Info, error) bool) {
 		if err := s.check(ctx); err != nil {
 			yield(driver.Info{}, err)
 			return
@@ -267,11 +273,12 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 				return
 			}
 		}
-	}
+	})
 }
 
 // Open opens a body with one GET. Reads use ctx.
-func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
+func (s *Store) Open(ctx context.Context, key string) (_ driver.Reader, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -353,6 +360,7 @@ func (r *reader) ReadAt(p []byte, off int64) (int, error) {
 }
 
 // Restat reads the object's attributes again.
-func (r *reader) Restat() (driver.Info, error) {
+func (r *reader) Restat() (_ driver.Info, retErr error) {
+	defer markErr(&retErr)
 	return r.s.Stat(r.ctx, r.info.Key)
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/hybridctx/hybridctx/workspace/blobstore"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
 // withoutCredentials clears every source of AWS credentials but the
@@ -75,7 +76,7 @@ func TestSDKLogLinesNeverReachStderr(t *testing.T) {
 				_ = b.Close()
 			}
 		})
-		if !errors.Is(err, blobstore.ErrUnavailable) {
+		if !errors.Is(err, driver.ErrUnavailable) {
 			t.Fatalf("OpenBucketWith without credentials: %v, want ErrUnavailable", err)
 		}
 		if stderr != "" {

@@ -27,7 +27,8 @@ var errWriterEnded = fmt.Errorf("dirstore: writer already committed or aborted: 
 
 // NewWriter starts a new body in a private temporary file in sha256/, which
 // it holds locked until the writer ends, so that no sweep removes it.
-func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
+func (s *Store) NewWriter(ctx context.Context) (_ driver.Writer, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -75,7 +76,8 @@ type writer struct {
 }
 
 // Write appends p to the temporary file.
-func (w *writer) Write(p []byte) (int, error) {
+func (w *writer) Write(p []byte) (_ int, retErr error) {
+	defer markErr(&retErr)
 	if w.done || w.sealed {
 		return 0, errWriterEnded
 	}
@@ -116,7 +118,8 @@ func (w *writer) seal() error {
 // true. It returns only once the body directory was fsynced; a failure of
 // the clean-up that follows (removing the temporary name, closing it) is not
 // reported, since the body is committed and the leftover is swept later.
-func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
+func (w *writer) Commit(ctx context.Context, key string, replace bool) (retErr error) {
+	defer markErr(&retErr)
 	if w.done {
 		return errWriterEnded
 	}
@@ -166,7 +169,8 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 // Abort discards the temporary file. It is a no-op after a successful
 // Commit and safe to call more than once. A temporary file it could not
 // remove is unlocked once closed, so the next Open sweeps it.
-func (w *writer) Abort() error {
+func (w *writer) Abort() (retErr error) {
+	defer markErr(&retErr)
 	if w.done {
 		return nil
 	}
@@ -185,7 +189,8 @@ func (w *writer) Abort() error {
 // Open opens the committed body key for reading. The reader also implements
 // driver.RangeReader and driver.Restatter. Anything at the body's name that
 // is not a regular file is not opened: it reads as an empty body of size -1.
-func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
+func (s *Store) Open(ctx context.Context, key string) (_ driver.Reader, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -266,7 +271,8 @@ func (r *reader) Close() error { return r.f.Close() }
 func (r *reader) Info() driver.Info { return r.info }
 
 // Restat describes the opened file again (driver.Restatter).
-func (r *reader) Restat() (driver.Info, error) {
+func (r *reader) Restat() (_ driver.Info, retErr error) {
+	defer markErr(&retErr)
 	fi, err := r.f.Stat()
 	if err != nil {
 		return driver.Info{}, fmt.Errorf("dirstore: restat body: %w", err)
@@ -306,7 +312,8 @@ func bodyInfo(key string, fi fs.FileInfo) driver.Info {
 }
 
 // Stat describes the committed body key without reading it.
-func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
+func (s *Store) Stat(ctx context.Context, key string) (_ driver.Info, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return driver.Info{}, err
 	}
@@ -325,7 +332,8 @@ func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
 
 // Delete removes the committed body key (or whatever else is at its name,
 // without following it) and makes the removal durable.
-func (s *Store) Delete(ctx context.Context, key string) error {
+func (s *Store) Delete(ctx context.Context, key string) (retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -346,7 +354,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // reading the directory in batches; entries that are not regular files
 // have size -1. Temporary files are skipped.
 func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
-	return func(yield func(driver.Info, error) bool) {
+	return markSeq(func(yield func(driver.Info, error) bool) {
 		for e, err := range s.dirEntries(ctx, bodyDir) {
 			if err != nil {
 				yield(driver.Info{}, fmt.Errorf("dirstore: list bodies: %w", err))
@@ -367,7 +375,7 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 				return
 			}
 		}
-	}
+	})
 }
 
 // dirEntries yields the entries of the directory name under the root in

@@ -189,6 +189,7 @@ func checkConcurrentState(t *testing.T, run *concRun, recs driver.Records, fsys 
 // every offload acknowledged before the crash resolves to its bytes, and
 // no record or visible body is without durable, verifying bytes.
 func TestCrashConsistencyConcurrent(t *testing.T) {
+	skipUnlessLong(t)
 	full := runConcurrentCrash(t, 0, false)
 	defer full.recs.Close()
 	if len(full.acks) != concGoroutines*concPerG {

@@ -176,7 +176,8 @@ var (
 // defaults. It creates the layout described in the package documentation,
 // sweeps the temporary bodies of writers that are gone and brings the
 // records schema up to date.
-func Open(ctx context.Context, dir string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, dir string, opts *Options) (_ *Store, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -352,7 +353,8 @@ func (s *Store) Dir() string { return s.dir }
 
 // Close closes the records database and the directory root. It is safe to
 // call more than once; later calls return the first result.
-func (s *Store) Close() error {
+func (s *Store) Close() (retErr error) {
+	defer markErr(&retErr)
 	s.closeOnce.Do(func() {
 		var errs []error
 		if s.rec != nil {

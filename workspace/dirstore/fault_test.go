@@ -149,6 +149,7 @@ func rot(t testing.TB, path string) {
 // The records live in memory here: only file operations are faulted, and
 // the 400 runs would otherwise spend their time opening SQLite.
 func TestFaultInjection(t *testing.T) {
+	skipUnlessLong(t)
 	defer goleak.VerifyNone(t)
 	base := scratchDir(t)
 	clk := newClock()

@@ -62,7 +62,8 @@ const (
 // exactly the rows of its table, and reports any problem against
 // records.db. It implements driver.IntegrityChecker. It reads the whole
 // database once; its cost grows with the number of records.
-func (s *Store) CheckIntegrity(ctx context.Context) ([]driver.Damage, error) {
+func (s *Store) CheckIntegrity(ctx context.Context) (_ []driver.Damage, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -160,7 +161,7 @@ func (s *Store) integrityError(err error) ([]driver.Damage, error) {
 // a damaged index cannot hide a record. It implements
 // driver.ReferenceScanner.
 func (s *Store) ScanReferences(ctx context.Context) iter.Seq2[driver.Reference, error] {
-	return func(yield func(driver.Reference, error) bool) {
+	return markSeq(func(yield func(driver.Reference, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(driver.Reference{}, err)
 			return
@@ -186,5 +187,5 @@ func (s *Store) ScanReferences(ctx context.Context) iter.Seq2[driver.Reference, 
 		if err := rows.Err(); err != nil {
 			yield(driver.Reference{}, s.dbErr("scan records", err))
 		}
-	}
+	})
 }

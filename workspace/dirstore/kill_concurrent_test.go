@@ -164,6 +164,7 @@ func killConcurrent(t *testing.T, dir string, base, after int) []killAck {
 // does not prove what reaches the disk, which TestCrashConsistencyConcurrent
 // (bodies) and SQLite's synchronous=FULL commit (records) cover.
 func TestKillConcurrentOffloads(t *testing.T) {
+	skipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -21,6 +21,7 @@ import (
 // before releasing it, and a waiter that then gets the lock of the removed
 // file notices that the name no longer leads to it and starts again.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err error) {
+	defer markErr(&err)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -86,7 +87,8 @@ func (s *Store) unlocker(f vfs.File, name string) func() error {
 // others: the root, its directories, bodies, records.db with its -wal and
 // -shm files, and lock files. A symbolic link is always listed (its mode is
 // 0777), since nothing in a workspace should be one.
-func (s *Store) UnsafePermissions(ctx context.Context) ([]string, error) {
+func (s *Store) UnsafePermissions(ctx context.Context) (_ []string, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}

@@ -117,7 +117,7 @@ func isBusy(err error) bool {
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		c := se.Code() & 0xff
-		return c == 5 || c == 6
+		return c == sqliteBusy || c == sqliteLocked
 	}
 	return false
 }
@@ -142,7 +142,7 @@ func (r *records) migrate(ctx context.Context) (err error) {
 	switch {
 	case v == schemaVersion:
 	case v > schemaVersion:
-		return fmt.Errorf("dirstore: records schema version %d is newer than this program's %d", v, schemaVersion)
+		return fmt.Errorf("dirstore: records schema version %d is newer than this program's %d: %w", v, schemaVersion, driver.ErrIncompatible)
 	default:
 		for _, stmt := range schema {
 			if _, err := tx.ExecContext(ctx, stmt); err != nil {
@@ -222,7 +222,7 @@ func ownerArgs(o artifact.Owner, ref artifact.Ref) []any {
 
 const whereKey = ` WHERE user = ? AND workflow = ? AND session = ? AND digest = ?`
 
-var errNoRecord = fmt.Errorf("dirstore: record: %w", fs.ErrNotExist)
+var errNoRecord = driver.Wrap(driver.ErrNotFound, fmt.Errorf("dirstore: record: %w", fs.ErrNotExist))
 
 // CreateRecord stores rec unless (rec.Owner, rec.Ref) already has a record,
 // and reports whether this call created it. The INSERT is atomic, so exactly
@@ -230,7 +230,8 @@ var errNoRecord = fmt.Errorf("dirstore: record: %w", fs.ErrNotExist)
 // that could not be read back as it is (see ErrBadRecord) is refused.
 // Concurrent calls of one Store share transactions (see creates); each
 // returns only once its own record is committed.
-func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, error) {
+func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (_ bool, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
@@ -253,7 +254,8 @@ func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, er
 }
 
 // GetRecord returns the record for (owner, ref).
-func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (artifact.Record, error) {
+func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (_ artifact.Record, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return artifact.Record{}, err
 	}
@@ -272,7 +274,8 @@ func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifac
 }
 
 // TouchRecord sets the last-used time of the record for (owner, ref).
-func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref, at time.Time) error {
+func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref, at time.Time) (retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -284,7 +287,8 @@ func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artif
 }
 
 // DeleteRecord removes the record for (owner, ref).
-func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) error {
+func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -315,7 +319,7 @@ func (r *records) execOne(ctx context.Context, op string, stmt *sql.Stmt, args .
 // digest (then owner, so that the order is total). Rows are streamed from
 // the database, never loaded all at once.
 func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artifact.Record, error] {
-	return func(yield func(artifact.Record, error) bool) {
+	return markSeq(func(yield func(artifact.Record, error) bool) {
 		if err := ctx.Err(); err != nil {
 			yield(artifact.Record{}, err)
 			return
@@ -358,7 +362,7 @@ func (s *Store) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artif
 		if err := rows.Err(); err != nil {
 			yield(artifact.Record{}, s.dbErr("list records", err))
 		}
-	}
+	})
 }
 
 // scanRecord reads one row of recordCols.
@@ -378,7 +382,8 @@ const expireBatch = 512
 // and returns how many it deleted. Each record is deleted by a statement
 // that re-checks its last-used time, so a record touched concurrently is
 // kept. It implements the workspace's optional record-expiry capability.
-func (s *Store) ExpireRecords(ctx context.Context, cutoff time.Time) (int64, error) {
+func (s *Store) ExpireRecords(ctx context.Context, cutoff time.Time) (_ int64, retErr error) {
+	defer markErr(&retErr)
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}

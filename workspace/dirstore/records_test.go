@@ -335,9 +335,13 @@ func TestDatabaseSettings(t *testing.T) {
 	if _, err := db.Exec(`PRAGMA user_version = 99`); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := dirstore.Open(context.Background(), dir, nil); err == nil {
+	s, err := dirstore.Open(context.Background(), dir, nil)
+	if err == nil {
 		s.Close()
 		t.Fatal("Open accepted a newer schema version")
+	}
+	if !errors.Is(err, driver.ErrIncompatible) {
+		t.Fatalf("Open of a newer schema version: %v, want driver.ErrIncompatible", err)
 	}
 }
 

@@ -75,6 +75,7 @@ func soakKills() int {
 // present, and every offload the process acknowledged before it died
 // resolves. HYBRIDCTX_SOAK=1 runs 50 kills instead of 3.
 func TestKillSoak(t *testing.T) {
+	skipUnlessLong(t)
 	if testing.Short() {
 		t.Skip("starts processes")
 	}

@@ -42,8 +42,8 @@ func TestWALDeletedUnderARunningProcess(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "records.db-wal")); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := dirstore.Open(ctx, dir, nil); !errors.Is(err, dirstore.ErrWALDeleted) {
-		t.Fatalf("Open by another process: %v, want ErrWALDeleted", err)
+	if _, err := dirstore.Open(ctx, dir, nil); !errors.Is(err, dirstore.ErrWALDeleted) || driver.Category(err) != driver.ErrDetached {
+		t.Fatalf("Open by another process: %v, want ErrWALDeleted in driver.ErrDetached", err)
 	}
 	d, err := holder.CheckIntegrity(ctx)
 	if err != nil || len(d) != 1 || d[0].Part != "records.db-wal" {

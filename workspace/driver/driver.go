@@ -5,10 +5,13 @@
 //
 // # Errors
 //
-// A driver reports an absent body or record with an error wrapping
-// fs.ErrNotExist, and a create-only commit that found the key taken with an
-// error wrapping fs.ErrExist. Every other error is passed up unchanged and
-// treated as a storage failure.
+// A driver marks every error it returns with the portable category of its
+// cause (errors.go; docs/workspace.md, "Error categories"), keeping its own
+// error in the chain: an absent body or record is in ErrNotFound (which
+// also matches fs.ErrNotExist), a create-only commit that found the key
+// taken in ErrAlreadyExists (also fs.ErrExist), an unreachable backend in
+// ErrUnavailable, and so on. An error in no category is treated as a
+// storage failure of no known kind.
 package driver
 
 import (

@@ -3,7 +3,10 @@ package drivertest
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"iter"
 	"os"
 	"os/exec"
@@ -25,6 +28,21 @@ type mutant struct {
 }
 
 func (m *mutant) is(kind string) bool { return m.kind == kind }
+
+// mapErr gives the error-mapping mutants their wrong mapping: an absent
+// body or record, or a taken key, reported with the io/fs sentinel alone
+// (no portable category), or also marked with a second category.
+func (m *mutant) mapErr(err error) error {
+	switch {
+	case m.is("unmarked-not-found") && errors.Is(err, driver.ErrNotFound):
+		return fmt.Errorf("mutant: %w", fs.ErrNotExist)
+	case m.is("unmarked-exists") && errors.Is(err, driver.ErrAlreadyExists):
+		return fmt.Errorf("mutant: %w", fs.ErrExist)
+	case m.is("not-found-also-unavailable") && errors.Is(err, driver.ErrNotFound):
+		return driver.Wrap(driver.ErrUnavailable, err)
+	}
+	return err
+}
 
 // ctx drops cancellation for the ignores-cancel mutant.
 func (m *mutant) ctx(ctx context.Context) context.Context {
@@ -51,13 +69,13 @@ func (w *mutantWriter) Commit(ctx context.Context, key string, replace bool) err
 	if w.m.is("commit-overwrites") {
 		replace = true
 	}
-	return w.Writer.Commit(w.m.ctx(ctx), key, replace)
+	return w.m.mapErr(w.Writer.Commit(w.m.ctx(ctx), key, replace))
 }
 
 func (m *mutant) Open(ctx context.Context, key string) (driver.Reader, error) {
 	r, err := m.Store.Open(m.ctx(ctx), key)
 	if err != nil || !m.is("torn-reads") {
-		return r, err
+		return r, m.mapErr(err)
 	}
 	half := r.Info().Size / 2
 	return tornReader{Reader: io.LimitReader(r, half), r: r}, nil
@@ -72,7 +90,8 @@ func (t tornReader) Close() error      { return t.r.Close() }
 func (t tornReader) Info() driver.Info { return t.r.Info() }
 
 func (m *mutant) Stat(ctx context.Context, key string) (driver.Info, error) {
-	return m.Store.Stat(m.ctx(ctx), key)
+	info, err := m.Store.Stat(m.ctx(ctx), key)
+	return info, m.mapErr(err)
 }
 
 func (m *mutant) Delete(ctx context.Context, key string) error {
@@ -80,7 +99,7 @@ func (m *mutant) Delete(ctx context.Context, key string) error {
 		_, err := m.Store.Stat(ctx, key)
 		return err
 	}
-	return m.Store.Delete(m.ctx(ctx), key)
+	return m.mapErr(m.Store.Delete(m.ctx(ctx), key))
 }
 
 func (m *mutant) List(ctx context.Context) iter.Seq2[driver.Info, error] {
@@ -119,7 +138,7 @@ func (m *mutant) CreateRecord(ctx context.Context, rec artifact.Record) (bool, e
 func (m *mutant) GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (artifact.Record, error) {
 	rec, err := m.Store.GetRecord(m.ctx(ctx), m.owner(owner), ref)
 	rec.Owner = owner
-	return rec, err
+	return rec, m.mapErr(err)
 }
 
 func (m *mutant) TouchRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref, at time.Time) error {
@@ -127,11 +146,11 @@ func (m *mutant) TouchRecord(ctx context.Context, owner artifact.Owner, ref arti
 		_, err := m.Store.GetRecord(ctx, owner, ref)
 		return err
 	}
-	return m.Store.TouchRecord(m.ctx(ctx), m.owner(owner), ref, at)
+	return m.mapErr(m.Store.TouchRecord(m.ctx(ctx), m.owner(owner), ref, at))
 }
 
 func (m *mutant) DeleteRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) error {
-	return m.Store.DeleteRecord(m.ctx(ctx), m.owner(owner), ref)
+	return m.mapErr(m.Store.DeleteRecord(m.ctx(ctx), m.owner(owner), ref))
 }
 
 func (m *mutant) ListRecords(ctx context.Context, q driver.Query) iter.Seq2[artifact.Record, error] {
@@ -200,6 +219,14 @@ func TestSuiteCatchesMutants(t *testing.T) {
 		{"list-reversed", "ListRecordsOrder"},
 		{"list-reversed", "ListRecordsFilters"},
 		{"none", "ListRecordsFilters"},
+		{"unmarked-not-found", "AbsentBody"},
+		{"unmarked-not-found", "RecordAbsent"},
+		{"not-found-also-unavailable", "AbsentBody"},
+		{"not-found-also-unavailable", "RecordAbsent"},
+		{"none", "AbsentBody"},
+		{"none", "RecordAbsent"},
+		{"unmarked-exists", "CommitExistThenReplace"},
+		{"none", "CommitExistThenReplace"},
 	}
 	for _, c := range cases {
 		t.Run(c.kind+"/"+c.subtest, func(t *testing.T) {

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -152,11 +151,11 @@ func (e *env) mustRead(ref artifact.Ref, want []byte) {
 // mustBeAbsent checks that ref is not visible through the Store or driver.
 func (e *env) mustBeAbsent(ref artifact.Ref) {
 	e.t.Helper()
-	if _, err := e.s.StatBody(e.ctx, ref); !errors.Is(err, fs.ErrNotExist) {
-		e.t.Fatalf("StatBody of an absent body: %v, want fs.ErrNotExist", err)
+	if _, err := e.s.StatBody(e.ctx, ref); !errors.Is(err, driver.ErrNotFound) {
+		e.t.Fatalf("StatBody of an absent body: %v, want driver.ErrNotFound", err)
 	}
-	if _, err := e.s.ReadVerified(e.ctx, ref, 0, 0, 0); !errors.Is(err, fs.ErrNotExist) {
-		e.t.Fatalf("ReadVerified of an absent body: %v, want fs.ErrNotExist", err)
+	if _, err := e.s.ReadVerified(e.ctx, ref, 0, 0, 0); !errors.Is(err, driver.ErrNotFound) {
+		e.t.Fatalf("ReadVerified of an absent body: %v, want driver.ErrNotFound", err)
 	}
 }
 
@@ -201,9 +200,34 @@ func shortKeys(ks []string) string {
 // wantErr fails unless err wraps target.
 func wantErr(t testing.TB, what string, err, target error) {
 	t.Helper()
+	if slices.Contains(driver.Categories(), target) {
+		if !onlyIn(err, target) {
+			t.Errorf("%s: error %v in categories %v, want %q alone", what, err, categoriesOf(err), target)
+		}
+		return
+	}
 	if !errors.Is(err, target) {
 		t.Errorf("%s: error %v, want one wrapping %v", what, err, target)
 	}
+}
+
+// onlyIn reports whether err is marked with the portable category cat and
+// with no other (a driver marking every error with every category would
+// otherwise pass).
+func onlyIn(err, cat error) bool {
+	got := categoriesOf(err)
+	return len(got) == 1 && got[0] == cat
+}
+
+// categoriesOf lists the portable categories err is marked with.
+func categoriesOf(err error) []error {
+	var out []error
+	for _, c := range driver.Categories() {
+		if errors.Is(err, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // content returns n deterministic pseudo-random bytes for seed.

@@ -3,12 +3,12 @@ package drivertest
 import (
 	"bytes"
 	"errors"
-	"io/fs"
 	"math"
 	"strings"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace"
+	"github.com/hybridctx/hybridctx/workspace/driver"
 )
 
 var bodyTests = []subtest{
@@ -200,27 +200,27 @@ func testAbsentBody(e *env) {
 	e.put([]byte("some other body"))
 	ref := artifact.RefOf([]byte("never stored"))
 	_, err := e.s.StatBody(e.ctx, ref)
-	wantErr(e.t, "StatBody", err, fs.ErrNotExist)
-	wantErr(e.t, "VerifyBody", e.s.VerifyBody(e.ctx, ref, 12), fs.ErrNotExist)
+	wantErr(e.t, "StatBody", err, driver.ErrNotFound)
+	wantErr(e.t, "VerifyBody", e.s.VerifyBody(e.ctx, ref, 12), driver.ErrNotFound)
 	got, err := e.s.ReadVerified(e.ctx, ref, 12, 0, 12)
-	wantErr(e.t, "ReadVerified", err, fs.ErrNotExist)
+	wantErr(e.t, "ReadVerified", err, driver.ErrNotFound)
 	if got != nil {
 		e.t.Errorf("ReadVerified of an absent body returned %d bytes", len(got))
 	}
 	var buf bytes.Buffer
 	_, err = e.s.CopyVerified(e.ctx, ref, 12, 0, 12, &buf)
-	wantErr(e.t, "CopyVerified", err, fs.ErrNotExist)
-	wantErr(e.t, "DeleteBody", e.s.DeleteBody(e.ctx, ref), fs.ErrNotExist)
+	wantErr(e.t, "CopyVerified", err, driver.ErrNotFound)
+	wantErr(e.t, "DeleteBody", e.s.DeleteBody(e.ctx, ref), driver.ErrNotFound)
 
 	_, err = e.b.Stat(e.ctx, ref.Hex())
-	wantErr(e.t, "driver Stat", err, fs.ErrNotExist)
+	wantErr(e.t, "driver Stat", err, driver.ErrNotFound)
 	r, err := e.b.Open(e.ctx, ref.Hex())
-	wantErr(e.t, "driver Open", err, fs.ErrNotExist)
+	wantErr(e.t, "driver Open", err, driver.ErrNotFound)
 	if r != nil {
 		r.Close()
 		e.t.Errorf("driver Open of an absent body returned a reader")
 	}
-	wantErr(e.t, "driver Delete", e.b.Delete(e.ctx, ref.Hex()), fs.ErrNotExist)
+	wantErr(e.t, "driver Delete", e.b.Delete(e.ctx, ref.Hex()), driver.ErrNotFound)
 }
 
 func testHostileKeys(e *env) {
@@ -324,8 +324,8 @@ func testWriterAbort(e *env) {
 	if err := w.Commit(e.ctx, key, false); err == nil {
 		e.t.Fatalf("Commit after Abort succeeded")
 	}
-	if _, err := e.b.Stat(e.ctx, key); !errors.Is(err, fs.ErrNotExist) {
-		e.t.Fatalf("Stat after Abort: %v, want fs.ErrNotExist", err)
+	if _, err := e.b.Stat(e.ctx, key); !errors.Is(err, driver.ErrNotFound) {
+		e.t.Fatalf("Stat after Abort: %v, want driver.ErrNotFound", err)
 	}
 	e.wantKeys()
 
@@ -371,21 +371,21 @@ func testCommitExistThenReplace(e *env) {
 	if _, err := w.Write(data); err != nil {
 		e.t.Fatalf("Write: %v", err)
 	}
-	if err := w.Commit(e.ctx, key, false); !errors.Is(err, fs.ErrExist) {
-		e.t.Fatalf("create-only Commit over an existing body: %v, want fs.ErrExist", err)
+	if err := w.Commit(e.ctx, key, false); !onlyIn(err, driver.ErrAlreadyExists) {
+		e.t.Fatalf("create-only Commit over an existing body: %v, want driver.ErrAlreadyExists alone", err)
 	}
 	if got, _, err := readDriver(e.ctx, e.b, key); err != nil || !bytes.Equal(got, stored) {
 		e.t.Fatalf("after a refused Commit the body changed (%d bytes, %v)", len(got), err)
 	}
 	if err := w.Commit(e.ctx, key, true); err != nil {
-		e.t.Fatalf("Commit(replace) after fs.ErrExist: %v", err)
+		e.t.Fatalf("Commit(replace) after driver.ErrAlreadyExists: %v", err)
 	}
 	if got, info, err := readDriver(e.ctx, e.b, key); err != nil || !bytes.Equal(got, data) || info.Size != int64(len(data)) {
 		e.t.Fatalf("after Commit(replace) read %d bytes, %v; want the new %d", len(got), err, len(data))
 	}
 	// A refused writer that is then aborted leaves the body alone.
-	if err := e.writeBody(data, false); !errors.Is(err, fs.ErrExist) {
-		e.t.Fatalf("create-only Commit over an existing body: %v, want fs.ErrExist", err)
+	if err := e.writeBody(data, false); !onlyIn(err, driver.ErrAlreadyExists) {
+		e.t.Fatalf("create-only Commit over an existing body: %v, want driver.ErrAlreadyExists alone", err)
 	}
 	// Replace on an absent key creates it.
 	other := content(11, 100)
@@ -451,7 +451,7 @@ func testDeleteBody(e *env) {
 		e.t.Fatalf("DeleteBody: %v", err)
 	}
 	e.mustBeAbsent(ref)
-	wantErr(e.t, "second DeleteBody", e.s.DeleteBody(e.ctx, ref), fs.ErrNotExist)
+	wantErr(e.t, "second DeleteBody", e.s.DeleteBody(e.ctx, ref), driver.ErrNotFound)
 	e.wantKeys(keep)
 	if _, _, res, err := Put(e.ctx, e.s, bytes.NewReader(data), nil); err != nil || res != workspace.Created {
 		e.t.Fatalf("Put after DeleteBody = %v, %v; want created", res, err)

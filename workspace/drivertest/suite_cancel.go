@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"io/fs"
 	"iter"
 	"time"
 
@@ -181,7 +180,7 @@ func testCancelledDriver(e *env) {
 	wantErr(e.t, "ListRecords with a cancelled context", firstErr(r.ListRecords(c, driver.Query{})), context.Canceled)
 
 	e.checkUnchanged(f)
-	if _, err := r.GetRecord(e.ctx, ownerB, f.ref); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := r.GetRecord(e.ctx, ownerB, f.ref); !errors.Is(err, driver.ErrNotFound) {
 		e.t.Fatalf("a cancelled CreateRecord left a record (%v)", err)
 	}
 }

@@ -3,7 +3,6 @@ package drivertest
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 	"time"
 
@@ -162,8 +161,8 @@ func testRecordDelete(e *env) {
 		e.t.Fatalf("DeleteRecord: %v", err)
 	}
 	_, err := e.s.GetRecord(e.ctx, ownerA, rec.Ref)
-	wantErr(e.t, "Record after DeleteRecord", err, fs.ErrNotExist)
-	wantErr(e.t, "second DeleteRecord", e.s.DeleteRecord(e.ctx, ownerA, rec.Ref), fs.ErrNotExist)
+	wantErr(e.t, "Record after DeleteRecord", err, driver.ErrNotFound)
+	wantErr(e.t, "second DeleteRecord", e.s.DeleteRecord(e.ctx, ownerA, rec.Ref), driver.ErrNotFound)
 	e.wantRecord(ownerB, other.Ref, other)
 	e.wantList("all", driver.Query{}, other)
 	// The body is not the record's: it stays.
@@ -176,16 +175,16 @@ func testRecordAbsent(e *env) {
 	e.create(e.record(ownerA, []byte("present"), t0))
 	ref := e.put([]byte("no record"))
 	_, err := e.s.GetRecord(e.ctx, ownerA, ref)
-	wantErr(e.t, "GetRecord", err, fs.ErrNotExist)
-	wantErr(e.t, "TouchRecord", e.s.TouchRecord(e.ctx, ownerA, ref, t0), fs.ErrNotExist)
-	wantErr(e.t, "DeleteRecord", e.s.DeleteRecord(e.ctx, ownerA, ref), fs.ErrNotExist)
+	wantErr(e.t, "GetRecord", err, driver.ErrNotFound)
+	wantErr(e.t, "TouchRecord", e.s.TouchRecord(e.ctx, ownerA, ref, t0), driver.ErrNotFound)
+	wantErr(e.t, "DeleteRecord", e.s.DeleteRecord(e.ctx, ownerA, ref), driver.ErrNotFound)
 	_, err = e.r.GetRecord(e.ctx, ownerA, ref)
-	wantErr(e.t, "driver GetRecord", err, fs.ErrNotExist)
-	wantErr(e.t, "driver TouchRecord", e.r.TouchRecord(e.ctx, ownerA, ref, t0), fs.ErrNotExist)
-	wantErr(e.t, "driver DeleteRecord", e.r.DeleteRecord(e.ctx, ownerA, ref), fs.ErrNotExist)
+	wantErr(e.t, "driver GetRecord", err, driver.ErrNotFound)
+	wantErr(e.t, "driver TouchRecord", e.r.TouchRecord(e.ctx, ownerA, ref, t0), driver.ErrNotFound)
+	wantErr(e.t, "driver DeleteRecord", e.r.DeleteRecord(e.ctx, ownerA, ref), driver.ErrNotFound)
 	// Another owner's record for the same body is not this owner's.
 	_, err = e.s.GetRecord(e.ctx, ownerB, artifact.RefOf([]byte("present")))
-	wantErr(e.t, "Record of another owner", err, fs.ErrNotExist)
+	wantErr(e.t, "Record of another owner", err, driver.ErrNotFound)
 	if n := len(e.list(driver.Query{Ref: ref})); n != 0 {
 		e.t.Fatalf("ListRecords of a body without records: %d", n)
 	}

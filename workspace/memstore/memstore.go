@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/workspace/driver"
@@ -37,18 +36,8 @@ type Store struct {
 type body struct {
 	data    *blocks
 	modTime time.Time
-	version [20]byte // the commit's number in decimal, in its first vlen bytes
-	vlen    uint8
+	version string // the commit's number in decimal
 }
-
-// setVersion numbers b with commit number v.
-func (b *body) setVersion(v uint64) {
-	b.vlen = uint8(len(strconv.AppendUint(b.version[:0], v, 10)))
-}
-
-// versionText is b's version. It shares b's digits, which never change once
-// b is committed, so that no Stat or Open allocates it.
-func (b *body) versionText() string { return unsafe.String(&b.version[0], b.vlen) }
 
 // recKey keys a record by owner and raw digest: no hex string per record
 // or per lookup.
@@ -62,8 +51,8 @@ func keyOf(owner artifact.Owner, ref artifact.Ref) recKey { return recKey{owner,
 // The errors of an absent body and of an existing one are the same values
 // each time: a miss, the common case of a new body, allocates nothing.
 var (
-	errNoBody     = fmt.Errorf("memstore: body: %w", fs.ErrNotExist)
-	errBodyExists = fmt.Errorf("memstore: body: %w", fs.ErrExist)
+	errNoBody     = driver.Wrap(driver.ErrNotFound, fmt.Errorf("memstore: body: %w", fs.ErrNotExist))
+	errBodyExists = driver.Wrap(driver.ErrAlreadyExists, fmt.Errorf("memstore: body: %w", fs.ErrExist))
 	errInvalidKey = fmt.Errorf("memstore: invalid key: %w", fs.ErrInvalid)
 )
 
@@ -131,7 +120,7 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 	}
 	s.version++
 	w.body = body{data: &w.buf, modTime: s.now()}
-	w.body.setVersion(s.version)
+	w.body.version = strconv.FormatUint(s.version, 10)
 	s.bodies[key] = &w.body
 	w.done = true // the body keeps w.buf
 	return nil
@@ -146,7 +135,7 @@ func (w *writer) Abort() error {
 }
 
 func (b *body) info(key string) driver.Info {
-	return driver.Info{Key: key, Size: b.data.size, ModTime: b.modTime, Version: b.versionText()}
+	return driver.Info{Key: key, Size: b.data.size, ModTime: b.modTime, Version: b.version}
 }
 
 func (s *Store) get(ctx context.Context, key string) (*body, error) {

@@ -15,7 +15,7 @@ import (
 )
 
 // errNoRecord is the error of every absent record, the same value each time.
-var errNoRecord = fmt.Errorf("memstore: record: %w", fs.ErrNotExist)
+var errNoRecord = driver.Wrap(driver.ErrNotFound, fmt.Errorf("memstore: record: %w", fs.ErrNotExist))
 
 // CreateRecord implements driver.Records.
 func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, error) {

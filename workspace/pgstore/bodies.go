@@ -29,7 +29,8 @@ var errEnded = errors.New("pgstore: writer already ended")
 
 // NewWriter starts a body. Writes stay in memory up to 1 MiB; beyond that
 // they stream into a large object, using ctx.
-func (s *Store) NewWriter(ctx context.Context) (driver.Writer, error) {
+func (s *Store) NewWriter(ctx context.Context) (_ driver.Writer, retErr error) {
+	defer markErr(&retErr)
 	if err := s.checkBodies(ctx); err != nil {
 		return nil, err
 	}
@@ -46,7 +47,8 @@ type writer struct {
 	writerstate.State
 }
 
-func (w *writer) Write(p []byte) (int, error) {
+func (w *writer) Write(p []byte) (_ int, retErr error) {
+	defer markErr(&retErr)
 	if err := w.Check(errEnded); err != nil {
 		return 0, err
 	}
@@ -113,7 +115,8 @@ const (
 
 // Commit stores the written bytes under key in one transaction; the CHECK
 // constraint refuses them unless they hash to key.
-func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
+func (w *writer) Commit(ctx context.Context, key string, replace bool) (retErr error) {
+	defer markErr(&retErr)
 	if err := w.s.checkBodies(ctx); err != nil {
 		return err
 	}
@@ -176,7 +179,8 @@ func (w *writer) Commit(ctx context.Context, key string, replace bool) error {
 
 // Abort discards the written bytes, removing the upload's large object even
 // when the writer's context is done.
-func (w *writer) Abort() error {
+func (w *writer) Abort() (retErr error) {
+	defer markErr(&retErr)
 	if w.Done {
 		return nil
 	}
@@ -193,7 +197,8 @@ func (w *writer) Abort() error {
 }
 
 // Stat describes a body from its row, without reading the body.
-func (s *Store) Stat(ctx context.Context, key string) (driver.Info, error) {
+func (s *Store) Stat(ctx context.Context, key string) (_ driver.Info, retErr error) {
+	defer markErr(&retErr)
 	if err := s.checkBodies(ctx); err != nil {
 		return driver.Info{}, err
 	}
@@ -223,7 +228,8 @@ func notFound(ctx context.Context, op, key string, err error) error {
 
 // Delete removes a body. A body that records still point at is refused with
 // ErrBodyInUse.
-func (s *Store) Delete(ctx context.Context, key string) error {
+func (s *Store) Delete(ctx context.Context, key string) (retErr error) {
+	defer markErr(&retErr)
 	if err := s.checkBodies(ctx); err != nil {
 		return err
 	}
@@ -259,7 +265,7 @@ func (s *Store) List(ctx context.Context) iter.Seq2[driver.Info, error] {
 // page before, until a page shorter than listPage. The error of check,
 // run first, is yielded alone: the listing could not start.
 func paged[T, C any](check func() error, start C, page func(after C) ([]T, error), next func(last T) C) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
+	return markSeq(func(yield func(T, error) bool) {
 		var zero T
 		if err := check(); err != nil {
 			yield(zero, err)
@@ -281,7 +287,7 @@ func paged[T, C any](check func() error, start C, page func(after C) ([]T, error
 			}
 			after = next(items[len(items)-1])
 		}
-	}
+	})
 }
 
 func (s *Store) bodyPage(ctx context.Context, after []byte) ([]driver.Info, error) {
@@ -314,7 +320,8 @@ func (s *Store) bodyPage(ctx context.Context, after []byte) ([]driver.Info, erro
 // and fails with driver.ErrChanged if the body is replaced in between.
 // It also reads at offsets (driver.RangeReader) and restats
 // (driver.Restatter).
-func (s *Store) Open(ctx context.Context, key string) (driver.Reader, error) {
+func (s *Store) Open(ctx context.Context, key string) (_ driver.Reader, retErr error) {
+	defer markErr(&retErr)
 	if err := s.checkBodies(ctx); err != nil {
 		return nil, err
 	}
@@ -444,6 +451,7 @@ func (r *reader) fetch(dst []byte, off int64) (int, error) {
 }
 
 // Restat describes the body again, for callers that check it did not change.
-func (r *reader) Restat() (driver.Info, error) {
+func (r *reader) Restat() (_ driver.Info, retErr error) {
+	defer markErr(&retErr)
 	return r.s.Stat(r.ctx, r.info.Key)
 }

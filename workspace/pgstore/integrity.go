@@ -31,7 +31,8 @@ import (
 // the connection's search path (CREATE EXTENSION amcheck, by a superuser)
 // it returns an error wrapping errors.ErrUnsupported: the check is skipped,
 // not passed.
-func (s *Store) CheckIntegrity(ctx context.Context) ([]driver.Damage, error) {
+func (s *Store) CheckIntegrity(ctx context.Context) (_ []driver.Damage, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}
@@ -86,7 +87,7 @@ func (s *Store) CheckIntegrity(ctx context.Context) ([]driver.Damage, error) {
 // transaction, so that a damaged index cannot hide a record. It implements
 // driver.ReferenceScanner.
 func (s *Store) ScanReferences(ctx context.Context) iter.Seq2[driver.Reference, error] {
-	return func(yield func(driver.Reference, error) bool) {
+	return markSeq(func(yield func(driver.Reference, error) bool) {
 		if err := s.check(ctx); err != nil {
 			yield(driver.Reference{}, err)
 			return
@@ -123,5 +124,5 @@ func (s *Store) ScanReferences(ctx context.Context) iter.Seq2[driver.Reference, 
 		if err := rows.Err(); err != nil {
 			yield(driver.Reference{}, fail(ctx, "scan records", err))
 		}
-	}
+	})
 }

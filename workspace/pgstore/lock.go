@@ -26,6 +26,7 @@ const unlockTimeout = 10 * time.Second
 // session and releases the lock. The returned unlock releases it; calling
 // it again is a no-op.
 func (s *Store) Lock(ctx context.Context, key string) (unlock func() error, err error) {
+	defer markErr(&err)
 	if err := s.check(ctx); err != nil {
 		return nil, err
 	}

@@ -46,7 +46,7 @@
 //
 // An absent body or record wraps fs.ErrNotExist, a create-only Commit over
 // an existing body wraps fs.ErrExist, and a key that is not 64 lowercase hex
-// digits wraps fs.ErrInvalid. Open's errors wrap ErrUnavailable, ErrSchema
+// digits wraps fs.ErrInvalid. Open's errors wrap driver.ErrUnavailable, ErrSchema
 // or ErrInvalidURL and never contain the password. Every method checks its
 // context first; a writer's and a reader's I/O uses the context given to
 // NewWriter and Open.
@@ -62,6 +62,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hybridctx/hybridctx/workspace/driver"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -107,12 +108,10 @@ const (
 )
 
 var (
-	// ErrUnavailable means the database could not be reached or refused
-	// the connection (wrong address, credentials or database name).
-	ErrUnavailable = errors.New("PostgreSQL workspace not available")
 	// ErrSchema means the database holds a schema this build cannot use:
-	// a newer version, the other body mode, or no schema to create in.
-	ErrSchema = errors.New("PostgreSQL workspace schema cannot be used")
+	// a newer version, the other body mode, or no schema to create in. It
+	// is in the portable category driver.ErrIncompatible.
+	ErrSchema = driver.Wrap(driver.ErrIncompatible, errors.New("PostgreSQL workspace schema cannot be used"))
 	// ErrInvalidURL means the connection string could not be parsed.
 	ErrInvalidURL = errors.New("invalid PostgreSQL URL")
 	// ErrBodyInUse means a body cannot be deleted while records point at it.
@@ -186,13 +185,13 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, s.openErr(ErrUnavailable, "cannot connect", err, password)
+		return nil, s.openErr("cannot connect", err, password)
 	}
 	s.pool = pool
 	// The lock pool connects lazily, on the first Lock.
 	if s.locks, err = pgxpool.NewWithConfig(ctx, cfg.Copy()); err != nil {
 		pool.Close()
-		return nil, s.openErr(ErrUnavailable, "cannot connect", err, password)
+		return nil, s.openErr("cannot connect", err, password)
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -200,7 +199,7 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("open %s: %w", s.target, ctx.Err())
 		}
-		return nil, s.openErr(ErrUnavailable, "cannot connect", err, password)
+		return nil, s.openErr("cannot connect", err, password)
 	}
 	err = s.migrate(ctx, conn.Conn())
 	conn.Release()
@@ -212,14 +211,15 @@ func Open(ctx context.Context, connString string, opts *Options) (*Store, error)
 		if errors.Is(err, ErrSchema) {
 			return nil, fmt.Errorf("%s: %w", s.target, err)
 		}
-		return nil, s.openErr(ErrUnavailable, "cannot set up the tables", err, password)
+		return nil, s.openErr("cannot set up the tables", err, password)
 	}
 	return s, nil
 }
 
 // Close closes the connection pools. It is safe to call more than once;
 // locks still held are released when their connections close.
-func (s *Store) Close() error {
+func (s *Store) Close() (retErr error) {
+	defer markErr(&retErr)
 	if s.closed.CompareAndSwap(false, true) {
 		s.closePools()
 	}
@@ -270,8 +270,22 @@ func describe(c *pgx.ConnConfig) string {
 	return fmt.Sprintf("postgres://%s@%s:%d/%s", c.User, c.Host, c.Port, c.Database)
 }
 
-func (s *Store) openErr(kind error, what string, err error, password string) error {
-	return fmt.Errorf("%w: %s: %s: %s", kind, s.target, what, redact(causeText(err), password))
+// errUnavailable is the text of Open's errors for a database that could
+// not be reached or refused the connection (wrong address, credentials or
+// database name); they are in the portable category driver.ErrUnavailable.
+var errUnavailable = errors.New("PostgreSQL workspace not available")
+
+// openErr is Open's error for a database that could not be reached or set
+// up, with the server's words (password redacted) but not its error
+// values, which may hold the connection string. It is in err's category
+// when err has one (a refused privilege is driver.ErrPermission), else in
+// driver.ErrUnavailable.
+func (s *Store) openErr(what string, err error, password string) error {
+	cat := driver.Category(classify(err))
+	if cat == nil {
+		cat = driver.ErrUnavailable
+	}
+	return driver.Wrap(cat, fmt.Errorf("%w: %s: %s: %s", errUnavailable, s.target, what, redact(causeText(err), password)))
 }
 
 // causeText is err's message on one line, preferring the server's own words.

@@ -19,7 +19,8 @@ const recordColumns = `owner_user, owner_workflow, owner_session, digest, size, 
 // CreateRecord inserts rec unless its (owner, digest) pair exists. With
 // bodies in PostgreSQL a record for an absent body is refused with an error
 // wrapping fs.ErrNotExist. Times are kept to the microsecond.
-func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (bool, error) {
+func (s *Store) CreateRecord(ctx context.Context, rec artifact.Record) (_ bool, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return false, err
 	}
@@ -51,7 +52,8 @@ func text(s string) string {
 const pairMatch = `owner_user = $1 AND owner_workflow = $2 AND owner_session = $3 AND digest = $4`
 
 // GetRecord returns the record of (owner, ref).
-func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (artifact.Record, error) {
+func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (_ artifact.Record, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return artifact.Record{}, err
 	}
@@ -76,7 +78,8 @@ func (s *Store) GetRecord(ctx context.Context, owner artifact.Owner, ref artifac
 }
 
 // TouchRecord sets the record's last-used time.
-func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref, at time.Time) error {
+func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref, at time.Time) (retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return err
 	}
@@ -93,7 +96,8 @@ func (s *Store) TouchRecord(ctx context.Context, owner artifact.Owner, ref artif
 }
 
 // DeleteRecord removes the record of (owner, ref).
-func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) error {
+func (s *Store) DeleteRecord(ctx context.Context, owner artifact.Owner, ref artifact.Ref) (retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return err
 	}

@@ -150,7 +150,8 @@ func setMeta(ctx context.Context, tx pgx.Tx, key, value string) error {
 // SweepUploads removes the large objects of uploads started more than
 // olderThan ago and never committed or aborted (their writer died), and
 // reports how many it removed.
-func (s *Store) SweepUploads(ctx context.Context, olderThan time.Duration) (int, error) {
+func (s *Store) SweepUploads(ctx context.Context, olderThan time.Duration) (_ int, retErr error) {
+	defer markErr(&retErr)
 	if err := s.check(ctx); err != nil {
 		return 0, err
 	}

@@ -81,7 +81,7 @@ func TestSchemaRefused(t *testing.T) {
 		t.Fatalf("Open of an unreadable version: %v, want ErrSchema", err)
 	}
 	nowhere := pgtest.WithSchema(t, pgtest.ServerURL(t), "hx_no_such_schema")
-	if _, err := pgstore.Open(ctx, nowhere, nil); !errors.Is(err, pgstore.ErrSchema) {
+	if _, err := pgstore.Open(ctx, nowhere, nil); !errors.Is(err, pgstore.ErrSchema) || !errors.Is(err, driver.ErrIncompatible) {
 		t.Fatalf("Open with no schema to create in: %v, want ErrSchema", err)
 	}
 	if _, err := pgstore.Open(ctx, u, &pgstore.Options{Bodies: 7}); err == nil {
@@ -120,17 +120,17 @@ func TestOpenErrors(t *testing.T) {
 		name, url string
 		want      error
 	}{
-		{"wrong password", with(func(u *url.URL) { u.User = url.UserPassword(u.User.Username(), secret) }), pgstore.ErrUnavailable},
-		{"unknown user", with(func(u *url.URL) { u.User = url.UserPassword("nobody_here", secret) }), pgstore.ErrUnavailable},
+		{"wrong password", with(func(u *url.URL) { u.User = url.UserPassword(u.User.Username(), secret) }), driver.ErrUnavailable},
+		{"unknown user", with(func(u *url.URL) { u.User = url.UserPassword("nobody_here", secret) }), driver.ErrUnavailable},
 		{"missing database", with(func(u *url.URL) {
 			pw, _ := base.User.Password()
 			u.User = url.UserPassword(base.User.Username(), pw)
 			u.Path = "/no_such_database"
-		}), pgstore.ErrUnavailable},
+		}), driver.ErrUnavailable},
 		{"nothing listening", with(func(u *url.URL) {
 			u.User = url.UserPassword("x", secret)
 			u.Host = freePort(t)
-		}), pgstore.ErrUnavailable},
+		}), driver.ErrUnavailable},
 		{"malformed URL", "postgres://user:" + secret + "@[::1", pgstore.ErrInvalidURL},
 		{"malformed port", "postgres://user:" + secret + "@localhost:99999999/db", pgstore.ErrInvalidURL},
 		{"key=value form", "host=127.0.0.1 port=1 password=" + secret + " connect_timeout=x", pgstore.ErrInvalidURL},

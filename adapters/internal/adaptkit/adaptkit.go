@@ -54,14 +54,6 @@ func Decide(ctx context.Context, off *hybridctx.Offloader, call hybridctx.Call, 
 	return Result{Text: out.Text(), IsError: oc == hybridctx.Failed || oc == hybridctx.RecoveryRequired, Offload: out}, nil
 }
 
-// ReadToolName returns the read tool name off's notices point to.
-func ReadToolName(off *hybridctx.Offloader) string {
-	if n := off.Policy().ReadToolName; n != "" {
-		return n
-	}
-	return hybridctx.DefaultReadToolName
-}
-
 // RawArgs returns v as JSON arguments: json.RawMessage, []byte and string
 // as they are (an empty one as {}), anything else encoded.
 func RawArgs(v any) json.RawMessage {

@@ -57,8 +57,8 @@ func TestRawArgs(t *testing.T) {
 
 func TestReads(t *testing.T) {
 	env := adapttest.New(t, &hybridctx.Policy{InlineThreshold: adapttest.Threshold, SearchToolName: "grep_result"})
-	names := adaptkit.NamesFor(env.Off, readtools.Names{Query: "jq_result"})
-	if names.Search != "grep_result" || names.Query != "jq_result" || names.Read != "" {
+	names := readtools.NamesOf(readtools.Names{Query: "jq_result"}.Over(env.Off.Policy()))
+	if names != (readtools.Names{Read: hybridctx.DefaultReadToolName, Search: "grep_result", Query: "jq_result"}) {
 		t.Fatalf("names %+v", names)
 	}
 	set, err := adaptkit.NewReads(env.Reh, names, 0)

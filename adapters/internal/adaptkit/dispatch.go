@@ -49,7 +49,7 @@ func NewHandlerDispatcher(off *hybridctx.Offloader, reh *hybridctx.Rehydrator, o
 	if off == nil {
 		return nil, ErrNilOffloader
 	}
-	reads, err := NewReads(reh, NamesFor(off, o.Names), o.Budget)
+	reads, err := NewReads(reh, readtools.NamesOf(o.Names.Over(off.Policy())), o.Budget)
 	if err != nil {
 		return nil, err
 	}
