@@ -92,6 +92,36 @@ func BenchmarkDirectCall(b *testing.B) {
 	})
 }
 
+// BenchmarkProxyCall is the same call through one mcpproxy.Proxy wrapping
+// the server alone: what a client had before the gateway, one proxy per
+// server.
+func BenchmarkProxyCall(b *testing.B) {
+	store, err := backend.Open(context.Background(), "mem://", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = store.Close() })
+	bind, _ := hybridctx.NewBinding(artifact.Owner{User: "u", Workflow: "w", Session: "s"}, store)
+	off, _ := hybridctx.NewOffloader(bind, hybridctx.Policy{InlineThreshold: testThreshold}, nil)
+	reh, _ := hybridctx.NewRehydrator(bind, nil)
+	p, err := mcpproxy.NewProxy(off, reh, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	up, _ := (&goServer{name: "s1"}).transport()
+	st, ct := mcp.NewInMemoryTransports()
+	go func() { _ = p.Run(context.Background(), up, st) }()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cs.Close() })
+	benchCalls(b, func() error {
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "big", Arguments: map[string]any{"n": 100}})
+		return err
+	})
+}
+
 func benchCalls(b *testing.B, call func() error) {
 	var lat []time.Duration
 	b.ResetTimer()

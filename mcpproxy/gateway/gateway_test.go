@@ -3,6 +3,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -35,6 +36,10 @@ type goServer struct {
 	started int
 	many    int    // extra tools t0…tN-1
 	also    string // one more tool under this name, when set
+	// waiting, when set, adds a tool "wait" that says it began on
+	// waiting, then blocks until its call is cancelled and says so on
+	// cancelled.
+	waiting, cancelled chan struct{}
 }
 
 func (s *goServer) transport() (mcp.Transport, error) {
@@ -87,6 +92,15 @@ func (s *goServer) transport() (mcp.Transport, error) {
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "warning", Logger: "l", Data: "logged"})
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "asked"}}}, nil
 		})
+	if s.waiting != nil {
+		srv.AddTool(&mcp.Tool{Name: "wait", InputSchema: json.RawMessage(`{"type":"object"}`)},
+			func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				s.waiting <- struct{}{}
+				<-ctx.Done()
+				s.cancelled <- struct{}{}
+				return nil, ctx.Err()
+			})
+	}
 	for i := range s.many {
 		srv.AddTool(&mcp.Tool{Name: fmt.Sprintf("t%d", i), InputSchema: json.RawMessage(`{"type":"object"}`)},
 			func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -136,6 +150,8 @@ type fixture struct {
 	store   *workspace.Store
 	events  *recorder
 	changed chan struct{}
+	// keepAlive is Options.KeepAlive; 0 turns the pings off.
+	keepAlive time.Duration
 
 	mu       sync.Mutex
 	progress []string
@@ -190,7 +206,7 @@ func (f *fixture) start(t *testing.T, store *workspace.Store, owner artifact.Own
 		t.Fatal(err)
 	}
 	reh, _ := hybridctx.NewRehydrator(bind, nil)
-	gw, err := New(cfg, off, reh, &Options{Reporter: f.events.reporter(), After: f.clock.after, KeepAlive: -1, ReadyWait: readyWait,
+	gw, err := New(cfg, off, reh, &Options{Reporter: f.events.reporter(), After: f.clock.after, KeepAlive: cmp.Or(f.keepAlive, -1), ReadyWait: readyWait,
 		Transport: transport})
 	if err != nil {
 		t.Fatal(err)
