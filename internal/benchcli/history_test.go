@@ -214,3 +214,26 @@ func wantTable(t *testing.T, table string, header []string, rows int) {
 		}
 	}
 }
+
+// The synthetic session's tables in README.md and BENCHMARKS.md are what
+// the bench prints now, number for number: the run is deterministic (its
+// seeded workload, mem://), so a change that moves a figure must print the
+// tables again (hybridctx-bench --history --workspace mem:// --markdown).
+func TestDocsHistoryFigures(t *testing.T) {
+	skipUnlessLong(t)
+	r := run(t, "--history", "--workspace", "mem://", "--markdown")
+	wantCode(t, r, cli.ExitOK)
+	tables := strings.Split(strings.TrimSpace(r.stdout), "\n\n")
+	if len(tables) != 2 {
+		t.Fatalf("--markdown printed %d tables, want 2:\n%s", len(tables), r.stdout)
+	}
+	for i, page := range []string{"README.md", "BENCHMARKS.md"} {
+		b, err := os.ReadFile(filepath.Join("..", "..", page))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), "\n"+tables[i]+"\n") {
+			t.Errorf("%s does not hold the synthetic session's table as the bench prints it now:\n%s", page, tables[i])
+		}
+	}
+}
