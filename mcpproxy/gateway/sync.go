@@ -83,17 +83,7 @@ func (u *upstream) syncTools(ctx context.Context, cs *mcp.ClientSession) error {
 		g.mu.Unlock()
 		g.server.AddTool(def, u.callTool(exposed, r))
 	}
-	u.mu.Lock()
-	old := u.tools
-	u.tools = keys(keep)
-	u.mu.Unlock()
-	var gone []string
-	for _, n := range old {
-		if !keep[n] {
-			gone = append(gone, n)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := u.replace(&u.tools, keep); len(gone) > 0 {
 		g.server.RemoveTools(gone...)
 	}
 	return nil
@@ -142,17 +132,7 @@ func (u *upstream) syncPrompts(ctx context.Context, cs *mcp.ClientSession) error
 			}))
 		})
 	}
-	u.mu.Lock()
-	old := u.prompts
-	u.prompts = keys(keep)
-	u.mu.Unlock()
-	var gone []string
-	for _, n := range old {
-		if !keep[n] {
-			gone = append(gone, n)
-		}
-	}
-	if len(gone) > 0 {
+	if gone := u.replace(&u.prompts, keep); len(gone) > 0 {
 		g.server.RemovePrompts(gone...)
 	}
 	return nil
@@ -302,12 +282,23 @@ func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest
 	return nil, mcp.ResourceNotFoundError(uri)
 }
 
-func keys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// replace sets *names, one of u's lists of registered names, to keep's
+// names and returns those it held that keep lacks: what to unregister.
+func (u *upstream) replace(names *[]string, keep map[string]bool) (gone []string) {
+	now := make([]string, 0, len(keep))
+	for n := range keep {
+		now = append(now, n)
 	}
-	return out
+	u.mu.Lock()
+	old := *names
+	*names = now
+	u.mu.Unlock()
+	for _, n := range old {
+		if !keep[n] {
+			gone = append(gone, n)
+		}
+	}
+	return gone
 }
 
 // complete routes a completion request to the server of the prompt or
