@@ -1,7 +1,6 @@
 package hybridctx_test
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/hybridctx/hybridctx"
+	"github.com/hybridctx/hybridctx/internal/procstat"
 )
 
 // The process-memory figure of the query view: N queries over one large
@@ -105,26 +105,14 @@ func TestQueryProcessMemoryChild(t *testing.T) {
 	}
 }
 
-// status reads a size field of /proc/self/status, in bytes.
+// status reads a size field of this process's /proc status, in bytes.
 func status(t *testing.T, field string) int64 {
 	t.Helper()
-	f, err := os.Open("/proc/self/status")
+	n, err := procstat.Bytes(0, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/self/status", field)
-	return 0
+	return n
 }
 
 // BenchmarkQuerySmall is one query decision over a small document: the

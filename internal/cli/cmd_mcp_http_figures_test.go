@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -16,6 +17,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/internal/procstat"
 )
 
 // countingBody counts the response bytes an HTTP client reads.
@@ -40,18 +43,13 @@ func (c countingRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
-// peakRSS returns a process's VmHWM line.
+// peakRSS returns a process's VmHWM, for the log.
 func peakRSS(pid int) string {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	n, err := procstat.Bytes(pid, "VmHWM")
 	if err != nil {
 		return "unknown"
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmHWM:") {
-			return strings.TrimSpace(strings.TrimPrefix(l, "VmHWM:"))
-		}
-	}
-	return "unknown"
+	return fmt.Sprintf("%d MiB", n>>20)
 }
 
 func percentiles(d []time.Duration) (p50, p95 time.Duration) {

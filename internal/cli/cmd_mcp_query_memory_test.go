@@ -1,17 +1,17 @@
 package cli
 
 import (
-	"bufio"
 	"context"
-	"fmt"
+	"errors"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/hybridctx/hybridctx/internal/procstat"
 )
 
 // TestMCPQueryMemory: one stdio client sends N query_artifact calls
@@ -81,21 +81,12 @@ func TestMCPQueryMemory(t *testing.T) {
 // procPeak reads a process's peak resident size (VmHWM), in bytes.
 func procPeak(t *testing.T, pid int) int64 {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	n, err := procstat.Bytes(pid, "VmHWM")
+	if errors.Is(err, procstat.ErrUnavailable) {
+		t.Skip(err)
+	}
 	if err != nil {
-		t.Skip("no /proc here:", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no VmHWM")
-	return 0
+	return n
 }

@@ -3,6 +3,7 @@ package ui_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/backend"
+	"github.com/hybridctx/hybridctx/internal/procstat"
 	"github.com/hybridctx/hybridctx/sink"
 )
 
@@ -106,17 +108,12 @@ func TestUIFigures(t *testing.T) {
 	t.Logf("rss after serving: %s", rss(t, cmd.Process.Pid))
 }
 
-// rss returns the VmRSS and VmHWM lines of a process.
+// rss returns a process's VmRSS and VmHWM, for the log.
 func rss(t *testing.T, pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
+	now, err1 := procstat.Bytes(pid, "VmRSS")
+	peak, err2 := procstat.Bytes(pid, "VmHWM")
+	if err := errors.Join(err1, err2); err != nil {
 		return "unknown"
 	}
-	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS") || strings.HasPrefix(l, "VmHWM") {
-			out = append(out, strings.Join(strings.Fields(l), " "))
-		}
-	}
-	return strings.Join(out, ", ")
+	return fmt.Sprintf("VmRSS %d MiB, VmHWM %d MiB", now>>20, peak>>20)
 }

@@ -1,7 +1,6 @@
 package viewengine
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -9,10 +8,11 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/hybridctx/hybridctx/internal/procstat"
 )
 
 // The sweep runs hostile filters in a child process (this test binary,
@@ -272,24 +272,12 @@ func TestQueryMemoryChild(t *testing.T) {
 	}
 }
 
-// procStatus reads a size field of /proc/self/status, in bytes.
+// procStatus reads a size field of this process's /proc status, in bytes.
 func procStatus(t *testing.T, field string) int64 {
 	t.Helper()
-	f, err := os.Open("/proc/self/status")
+	n, err := procstat.Bytes(0, field)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/self/status", field)
-	return 0
+	return n
 }

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +17,7 @@ import (
 	"github.com/hybridctx/hybridctx"
 	"github.com/hybridctx/hybridctx/artifact"
 	"github.com/hybridctx/hybridctx/backend"
+	"github.com/hybridctx/hybridctx/internal/procstat"
 )
 
 // The figures of docs/gateway.md and BENCHMARKS.md that need the real
@@ -70,20 +70,11 @@ func startGateway(t *testing.T, bin string, servers map[string]any) *gatewayProc
 // peakRSS is the process's peak resident set (VmHWM), in MiB.
 func (p *gatewayProcess) peakRSS(t *testing.T) float64 {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	n, err := procstat.Bytes(p.cmd.Process.Pid, "VmHWM")
 	if err != nil {
-		t.Skipf("no /proc: %v", err)
+		t.Skip(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var kb float64
-		if _, err := fmt.Sscanf(sc.Text(), "VmHWM: %f kB", &kb); err == nil {
-			return kb / 1024
-		}
-	}
-	t.Skip("no VmHWM in /proc/PID/status")
-	return 0
+	return float64(n) / (1 << 20)
 }
 
 // cpu is the CPU time the process has used so far (user and system).
