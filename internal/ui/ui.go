@@ -165,15 +165,25 @@ func (h *Handler) apiRuns(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, v.list())
 }
 
-func (h *Handler) apiRun(w http.ResponseWriter, r *http.Request) {
+// pathRun returns the run the request's path names, or answers the request
+// (500: the events file cannot be read; 404: no such run) and returns false.
+func (h *Handler) pathRun(w http.ResponseWriter, r *http.Request) (*run, bool) {
 	v, err := h.view(r.Context())
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "Internal Server Error: cannot read the events file")
-		return
+		return nil, false
 	}
 	run := v.runs[r.PathValue("id")]
 	if run == nil {
 		writeError(w, http.StatusNotFound, "Not Found: no such run in the events file")
+		return nil, false
+	}
+	return run, true
+}
+
+func (h *Handler) apiRun(w http.ResponseWriter, r *http.Request) {
+	run, ok := h.pathRun(w, r)
+	if !ok {
 		return
 	}
 	writeJSON(w, run.detail())
@@ -191,14 +201,8 @@ type decisionsJSON struct {
 }
 
 func (h *Handler) apiDecisions(w http.ResponseWriter, r *http.Request) {
-	v, err := h.view(r.Context())
-	if err != nil {
-		writeError(w, http.StatusInternalServerError, "Internal Server Error: cannot read the events file")
-		return
-	}
-	run := v.runs[r.PathValue("id")]
-	if run == nil {
-		writeError(w, http.StatusNotFound, "Not Found: no such run in the events file")
+	run, ok := h.pathRun(w, r)
+	if !ok {
 		return
 	}
 	q := r.URL.Query()
