@@ -61,11 +61,5 @@ func markErr(p *error) { *p = classify(*p) }
 
 // markSeq classifies the errors seq yields.
 func markSeq[T any](seq iter.Seq2[T, error]) iter.Seq2[T, error] {
-	return func(yield func(T, error) bool) {
-		for v, err := range seq {
-			if !yield(v, classify(err)) {
-				return
-			}
-		}
-	}
+	return driver.ClassifySeq(seq, classify)
 }

@@ -3,6 +3,7 @@ package driver
 import (
 	"errors"
 	"io/fs"
+	"iter"
 	"slices"
 	"syscall"
 )
@@ -153,4 +154,17 @@ func FromOS(err error) error {
 		return Wrap(ErrIO, err)
 	}
 	return err
+}
+
+// ClassifySeq returns seq with each error it yields passed through
+// classify, so that a driver's iterators report the categories its
+// methods do.
+func ClassifySeq[T any](seq iter.Seq2[T, error], classify func(error) error) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for v, err := range seq {
+			if !yield(v, classify(err)) {
+				return
+			}
+		}
+	}
 }

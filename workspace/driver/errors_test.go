@@ -108,3 +108,33 @@ func TestFromOS(t *testing.T) {
 		t.Fatal("FromOS re-marked an error already in a category")
 	}
 }
+
+// ClassifySeq passes each error through classify, keeps the values, and
+// stops when the consumer does.
+func TestClassifySeq(t *testing.T) {
+	seq := func(yield func(int, error) bool) {
+		_ = yield(1, nil) && yield(2, syscall.ENOSPC) && yield(3, nil)
+	}
+	classify := func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return driver.Wrap(driver.ErrNoSpace, err)
+	}
+	var got []int
+	for v, err := range driver.ClassifySeq(seq, classify) {
+		got = append(got, v)
+		if v == 2 {
+			if !errors.Is(err, driver.ErrNoSpace) || !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("error not classified: %v", err)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatalf("value %d: %v", v, err)
+		}
+	}
+	if fmt.Sprint(got) != "[1 2]" {
+		t.Fatalf("values %v, want [1 2]: the consumer stopped at 2", got)
+	}
+}
