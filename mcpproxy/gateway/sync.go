@@ -249,37 +249,30 @@ func without(list []*upstream, u *upstream) []*upstream {
 // order, that lists it (or one of whose templates it came from).
 func (g *Gateway) readResource(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	uri := req.Params.URI
-	g.mu.Lock()
-	cands := append([]*upstream(nil), g.resources[uri]...)
-	if len(cands) == 0 {
-		for _, ups := range g.templates {
-			for _, u := range ups {
-				cands = insertOrdered(cands, u)
-			}
-		}
-	}
-	g.mu.Unlock()
 	ss, _ := req.GetSession().(*mcp.ServerSession)
 	mrtr := ss != nil && multiRoundTrip(ss)
 	if mrtr && req.Params.RequestState != "" {
 		return readRound(g.inputs.resume(ctx, ss, "resources/read "+uri, req.Params.RequestState, req.Params.InputResponses))
 	}
-	for _, u := range cands {
-		if cs := u.session(); cs != nil {
-			p := &mcp.ReadResourceParams{URI: uri, Meta: forwardMeta(req.Params.Meta)}
-			if !mrtr {
-				if ss != nil {
-					defer u.serving(ctx, ss, nil)()
-				}
-				return cs.ReadResource(ctx, p)
-			}
-			return readRound(g.inputs.start(ctx, g, ss, "resources/read "+uri, func(ctx context.Context, rt *roundTrip) (mcp.Result, error) {
-				defer u.serving(ctx, ss, rt)()
-				return cs.ReadResource(ctx, p)
-			}))
-		}
+	u := g.resourceServer(uri)
+	var cs *mcp.ClientSession
+	if u != nil {
+		cs = u.session()
 	}
-	return nil, mcp.ResourceNotFoundError(uri)
+	if cs == nil { // none serves it, or the one that did just went down
+		return nil, mcp.ResourceNotFoundError(uri)
+	}
+	p := &mcp.ReadResourceParams{URI: uri, Meta: forwardMeta(req.Params.Meta)}
+	if !mrtr {
+		if ss != nil {
+			defer u.serving(ctx, ss, nil)()
+		}
+		return cs.ReadResource(ctx, p)
+	}
+	return readRound(g.inputs.start(ctx, g, ss, "resources/read "+uri, func(ctx context.Context, rt *roundTrip) (mcp.Result, error) {
+		defer u.serving(ctx, ss, rt)()
+		return cs.ReadResource(ctx, p)
+	}))
 }
 
 // replace sets *names, one of u's lists of registered names, to keep's
